@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/dpsql/dpsql/cmd/internal/cli"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+	"github.com/dpsql/dpsql/sqlext/tokenize"
+)
+
+func init() {
+	commands["union"] = command{"DP set union of the items in a TSV/CSV file", runUnion}
+}
+
+// unionSummary is the JSON line `dpsql union` prints to stderr. It describes
+// the input exactly and is meant for the operator who holds the data.
+type unionSummary struct {
+	setunion.Calibration
+	Input          string  `json:"input"`
+	Rows           int64   `json:"rows"`
+	Users          int     `json:"users"`
+	Pairs          int64   `json:"pairs"`
+	DistinctItems  int     `json:"distinct_items"`
+	Released       int     `json:"released"`
+	Seconds        float64 `json:"seconds"`
+	ReadSeconds    float64 `json:"read_seconds"`
+	GroupSeconds   float64 `json:"group_seconds"`
+	ReleaseSeconds float64 `json:"release_seconds"`
+	PairsPerSecond float64 `json:"pairs_per_second"`
+	Seeded         bool    `json:"seeded,omitempty"`
+}
+
+func runUnion(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("union", stderr)
+	var in cli.InputFlags
+	var mf cli.MechanismFlags
+	in.Register(fs, false)
+	mf.Register(fs, true)
+	output := fs.String("output", "", "write released items to this file instead of stdout")
+	quiet := fs.Bool("quiet", false, "no progress output")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dpsql union --input FILE[.gz] --user-column N (--item-column N | --text-column N) [options]")
+		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input: one per line")
+		fmt.Fprintln(stderr, "on stdout (sorted), then one JSON summary line on stderr.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := in.Validate(); err != nil {
+		return usageError{err}
+	}
+	opts, err := mf.Options()
+	if err != nil {
+		return usageError{err}
+	}
+	rng, err := mf.Rand(stderr)
+	if err != nil {
+		return usageError{err}
+	}
+	b, err := setunion.NewBuilder(opts)
+	if err != nil {
+		return usageError{err}
+	}
+	var progress io.Writer = stderr
+	if *quiet {
+		progress = nil
+	}
+
+	start := time.Now()
+	var add func(user, value []byte)
+	if in.Text() {
+		var sc tokenize.Scanner
+		add = func(user, text []byte) {
+			u, ok := b.UserID(user)
+			if !ok {
+				return
+			}
+			sc.Each(text, func(tok []byte) { b.AddID(u, tok) })
+		}
+	} else {
+		add = b.AddBytes
+	}
+	rows, err := in.Rows(progress, add)
+	if err != nil {
+		return err
+	}
+	_ = rows
+	readDone := time.Now()
+	b.Group()
+	groupDone := time.Now()
+	res := b.Release(rng)
+	releaseDone := time.Now()
+
+	out := stdout
+	if *output != "" {
+		f, err := os.Create(*output)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	if err := cli.WriteLines(out, res.Items); err != nil {
+		return fmt.Errorf("writing released items: %w", err)
+	}
+	if f, ok := out.(*os.File); ok && *output != "" {
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	total := time.Since(start).Seconds()
+	return cli.WriteJSON(stderr, unionSummary{
+		Calibration:    b.Calibration(),
+		Input:          in.Input,
+		Rows:           res.Stats.Rows,
+		Users:          res.Stats.Users,
+		Pairs:          res.Stats.Pairs,
+		DistinctItems:  res.Stats.DistinctItems,
+		Released:       len(res.Items),
+		Seconds:        total,
+		ReadSeconds:    readDone.Sub(start).Seconds(),
+		GroupSeconds:   groupDone.Sub(readDone).Seconds(),
+		ReleaseSeconds: releaseDone.Sub(groupDone).Seconds(),
+		PairsPerSecond: float64(res.Stats.Pairs) / total,
+		Seeded:         mf.Seed != "",
+	})
+}

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+)
+
+// InputFlags name an input file and its columns.
+type InputFlags struct {
+	Input      string
+	Format     string
+	UserColumn int
+	ItemColumn int
+	TextColumn int
+	SkipHeader bool
+
+	textOnly bool
+}
+
+// Register adds --input, --format, --user-column, --item-column (unless
+// textOnly) and --text-column, --skip-header to fs.
+func (in *InputFlags) Register(fs *flag.FlagSet, textOnly bool) {
+	in.textOnly = textOnly
+	fs.StringVar(&in.Input, "input", "", "input file, TSV or CSV, optionally gzip-compressed (required)")
+	fs.StringVar(&in.Format, "format", "", "input format: tsv or csv (default: from the file name, tsv unless it ends in .csv or .csv.gz)")
+	fs.IntVar(&in.UserColumn, "user-column", 0, "1-based column holding the privacy unit (required)")
+	if !textOnly {
+		fs.IntVar(&in.ItemColumn, "item-column", 0, "1-based column holding the item (one of --item-column, --text-column)")
+	}
+	fs.IntVar(&in.TextColumn, "text-column", 0, "1-based column holding text; every token of a row becomes an item of its user")
+	fs.BoolVar(&in.SkipHeader, "skip-header", false, "skip the first row (a header)")
+}
+
+// Validate checks the flags.
+func (in *InputFlags) Validate() error {
+	if in.Input == "" {
+		return fmt.Errorf("--input FILE is required")
+	}
+	if in.UserColumn < 1 {
+		return fmt.Errorf("--user-column N is required (columns are numbered from 1)")
+	}
+	if in.textOnly {
+		if in.TextColumn < 1 {
+			return fmt.Errorf("--text-column N is required (columns are numbered from 1)")
+		}
+	} else if (in.ItemColumn > 0) == (in.TextColumn > 0) {
+		return fmt.Errorf("give exactly one of --item-column N and --text-column N (columns are numbered from 1)")
+	}
+	if in.ItemColumn < 0 || in.TextColumn < 0 {
+		return fmt.Errorf("column numbers start at 1")
+	}
+	if in.Format != "" {
+		if _, err := tabfile.ParseFormat(in.Format); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Text reports whether the value column is text to tokenise.
+func (in *InputFlags) Text() bool { return in.TextColumn > 0 }
+
+// Rows reads the input and calls fn with each row's privacy unit and value
+// (the item or the text); the slices are valid only during the call. While it
+// runs longer than two seconds it reports progress to progress (if non-nil).
+func (in *InputFlags) Rows(progress io.Writer, fn func(user, value []byte)) (int64, error) {
+	format := tabfile.FormatOf(in.Input)
+	if in.Format != "" {
+		format, _ = tabfile.ParseFormat(in.Format)
+	}
+	r, err := tabfile.Open(in.Input, format)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	col := in.ItemColumn
+	if in.TextColumn > 0 {
+		col = in.TextColumn
+	}
+	need := max(in.UserColumn, col)
+	var rows atomic.Int64
+	p := StartProgress(progress, "reading "+in.Input, func() string {
+		read, size := r.Progress()
+		return fmt.Sprintf("%.0f%% of %s, %d rows", 100*float64(read)/float64(max(size, 1)), humanBytes(size), rows.Load())
+	})
+	defer p.Stop()
+	first := true
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return rows.Load(), nil
+		}
+		if err != nil {
+			return rows.Load(), fmt.Errorf("%s: line %d: %w", in.Input, r.Line(), err)
+		}
+		if first && in.SkipHeader {
+			first = false
+			continue
+		}
+		first = false
+		if len(f) < need {
+			return rows.Load(), fmt.Errorf("%s: line %d has %d column(s) but column %d is needed; check --user-column/--item-column/--text-column and --format", in.Input, r.Line(), len(f), need)
+		}
+		rows.Add(1)
+		fn(f[in.UserColumn-1], f[col-1])
+	}
+}
+
+// Progress prints a status line to a writer every second once an operation
+// has run for two seconds.
+type Progress struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// StartProgress starts reporting what status returns, prefixed by label.
+// A nil writer disables reporting.
+func StartProgress(w io.Writer, label string, status func() string) *Progress {
+	p := &Progress{stop: make(chan struct{}), done: make(chan struct{})}
+	if w == nil {
+		close(p.done)
+		return p
+	}
+	start := time.Now()
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		printed := false
+		for {
+			select {
+			case <-p.stop:
+				if printed {
+					fmt.Fprintf(w, "%s: done in %.1fs\n", label, time.Since(start).Seconds())
+				}
+				return
+			case <-t.C:
+				if time.Since(start) >= 2*time.Second {
+					fmt.Fprintf(w, "%s: %s (%.0fs)\n", label, status(), time.Since(start).Seconds())
+					printed = true
+				}
+			}
+		}
+	}()
+	return p
+}
+
+// Stop ends reporting; it waits for the reporter so no line is printed after.
+func (p *Progress) Stop() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,128 @@
+// Package cli holds what the batch commands of dpsql and dpsql-beam share:
+// the mechanism flags, the input flags and the pair reader, progress output,
+// and the one-line JSON summary.
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+)
+
+// MechanismFlags are the flags that choose a mechanism and its parameters.
+type MechanismFlags struct {
+	Mechanism string
+	Epsilon   float64
+	Delta     float64
+	MaxItems  int
+	Alpha     float64
+	Rounds    int
+	Public    string
+	Seed      string
+
+	withData bool
+}
+
+// Register adds the flags to fs. withData adds --public and --seed, which only
+// make sense for commands that read data.
+func (m *MechanismFlags) Register(fs *flag.FlagSet, withData bool) {
+	d := setunion.Defaults()
+	m.withData = withData
+	fs.StringVar(&m.Mechanism, "mechanism", string(d.Mechanism), "DPSU mechanism: count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, policy_gaussian_l1, greedy_frequency, greedy_public, single_item, dp_sips")
+	fs.Float64Var(&m.Epsilon, "epsilon", d.Epsilon, "privacy parameter ε > 0")
+	fs.Float64Var(&m.Delta, "delta", d.Delta, "privacy parameter δ in (0, 1)")
+	fs.IntVar(&m.MaxItems, "max-items", d.MaxItems, "Δ0: most items kept per user (sampled uniformly)")
+	fs.Float64Var(&m.Alpha, "alpha", math.NaN(), "cutoff parameter α ≥ 0 of the policies and greedy mechanisms, Γ = ρ + α·scale (default 5 for policy_gaussian_l1, 3 for the others)")
+	fs.IntVar(&m.Rounds, "rounds", d.Rounds, "number of rounds R of dp_sips")
+	if withData {
+		fs.StringVar(&m.Public, "public", "", "public frequency table for greedy_public: lines ITEM[<TAB>COUNT] (.gz allowed); must not come from the protected data")
+		fs.StringVar(&m.Seed, "seed", "", "seed the random source (tests only: the run becomes reproducible and therefore NOT private)")
+	}
+}
+
+// Options validates the flags and returns the core options.
+func (m *MechanismFlags) Options() (setunion.Options, error) {
+	mech, err := setunion.ParseMechanism(m.Mechanism)
+	if err != nil {
+		return setunion.Options{}, err
+	}
+	o := setunion.Options{Mechanism: mech, Epsilon: m.Epsilon, Delta: m.Delta, MaxItems: m.MaxItems, Rounds: m.Rounds}
+	if !math.IsNaN(m.Alpha) {
+		o.Alpha = setunion.Float(m.Alpha)
+	}
+	if m.Public != "" {
+		if mech != setunion.GreedyPublic {
+			return o, fmt.Errorf("--public is only used by --mechanism greedy_public")
+		}
+		if o.Public, err = ReadPublic(m.Public); err != nil {
+			return o, err
+		}
+	} else if mech == setunion.GreedyPublic && !m.withData {
+		o.Public = map[string]float64{} // calibration does not read the table
+	} else if mech == setunion.GreedyPublic {
+		return o, fmt.Errorf("--mechanism greedy_public needs --public FILE, a public frequency table not derived from the input")
+	}
+	return o, o.Validate()
+}
+
+// Rand returns the random source of the run: crypto/rand, or with --seed a
+// seeded source, after printing a warning that the run is not private.
+func (m *MechanismFlags) Rand(stderr io.Writer) (*rand.Rand, error) {
+	if m.Seed == "" {
+		return securerand.New(), nil
+	}
+	seed, err := strconv.ParseUint(m.Seed, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("--seed must be a non-negative integer, got %q", m.Seed)
+	}
+	fmt.Fprintf(stderr, "WARNING: --seed %d makes this run reproducible and therefore NOT differentially private; use it only for tests\n", seed)
+	return securerand.NewSeeded(seed), nil
+}
+
+// ReadPublic reads a public frequency table: one item per line, optionally
+// followed by a tab and a count (default 1); repeated items add up.
+func ReadPublic(path string) (map[string]float64, error) {
+	r, err := tabfile.Open(path, tabfile.TSV)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := make(map[string]float64)
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		c := 1.0
+		if len(f) > 1 {
+			c, err = strconv.ParseFloat(string(bytes.TrimSpace(f[1])), 64)
+			if err != nil || c < 0 || math.IsInf(c, 0) || math.IsNaN(c) {
+				return nil, fmt.Errorf("%s:%d: count %q is not a non-negative number", path, r.Line(), f[1])
+			}
+		}
+		out[string(f[0])] += c
+	}
+}
+
+// WriteLines writes one string per line.
+func WriteLines(w io.Writer, lines []string) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	for _, l := range lines {
+		bw.WriteString(l)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,109 @@
+package noise
+
+import (
+	"fmt"
+	"math"
+)
+
+// GaussianSigma returns the noise scale σ of the analytic Gaussian mechanism
+// (Balle & Wang 2018, Theorem 8) for a query of ℓ2 sensitivity sens that must
+// be (eps, deltaG)-differentially private: the smallest σ with
+//
+//	Φ(Δ/(2σ) − εσ/Δ) − e^ε·Φ(−Δ/(2σ) − εσ/Δ) ≤ deltaG.
+//
+// The left side decreases in σ, so σ is found by bisection to a relative
+// precision of 1e-13 and the upper end of the final bracket is returned (the
+// conservative side). e^ε·Φ(x) is evaluated as exp(ε + log Φ(x)) so that large
+// ε (say 50) stays finite. The DPSU mechanisms call it with deltaG = δ/2: the
+// other half of δ pays for the release threshold (ALGORITHMS.md §2).
+func GaussianSigma(eps, deltaG, sens float64) (float64, error) {
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return 0, fmt.Errorf("noise: epsilon must be a finite number > 0, got %v", eps)
+	}
+	if !(deltaG > 0 && deltaG < 1) {
+		return 0, fmt.Errorf("noise: delta must be in (0, 1), got %v", deltaG)
+	}
+	if !(sens > 0) || math.IsInf(sens, 0) {
+		return 0, fmt.Errorf("noise: sensitivity must be a finite number > 0, got %v", sens)
+	}
+	excess := func(sigma float64) float64 {
+		a := sens / (2 * sigma)
+		b := eps * sigma / sens
+		return Phi(a-b) - math.Exp(eps+LogPhi(-a-b))
+	}
+	lo, hi := sens, sens
+	for excess(hi) > deltaG {
+		hi *= 2
+		if hi > 1e300 {
+			return 0, fmt.Errorf("noise: no Gaussian scale satisfies epsilon=%v delta=%v", eps, deltaG)
+		}
+	}
+	for excess(lo) <= deltaG {
+		lo /= 2
+		if lo < 1e-300 {
+			return lo, nil
+		}
+	}
+	for i := 0; i < 2000 && (hi-lo) > 1e-13*hi; i++ {
+		mid := lo + (hi-lo)/2
+		if excess(mid) <= deltaG {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, nil
+}
+
+// LaplaceThresholdMax returns max over t = 1..maxT of
+//
+//	1/t + λ·ln(1 / (2·(1 − (1−δ)^(1/t))))
+//
+// the release threshold of Weighted and Policy Laplace (Gopi et al. 2020,
+// Theorem 3.1; ALGORITHMS.md §2): a user who contributes t items it alone holds
+// gives each weight at most 1/t, and the union bound over the t items needs
+// (1−δ)^(1/t) per item.
+func LaplaceThresholdMax(lambda, delta float64, maxT int) float64 {
+	best := math.Inf(-1)
+	for t := 1; t <= maxT; t++ {
+		ft := float64(t)
+		r := 1/ft + lambda*math.Log(1/(2*OneMinusRoot(delta, ft)))
+		best = math.Max(best, r)
+	}
+	return best
+}
+
+// GaussianThresholdMax returns max over t = 1..maxT of
+//
+//	1/√t + σ·Φ⁻¹((1 − δ/2)^(1/t))
+//
+// the release threshold of Weighted and Policy Gaussian (Gopi et al. 2020,
+// Theorem 3.2; ALGORITHMS.md §2), with Φ⁻¹ of a probability near 1 evaluated
+// from its small tail 1 − (1 − δ/2)^(1/t).
+func GaussianThresholdMax(sigma, delta float64, maxT int) float64 {
+	best := math.Inf(-1)
+	for t := 1; t <= maxT; t++ {
+		ft := float64(t)
+		r := 1/math.Sqrt(ft) + sigma*PhiInvUpper(OneMinusRoot(delta/2, ft))
+		best = math.Max(best, r)
+	}
+	return best
+}
+
+// CountLaplaceThreshold is 1 + λ·ln(1 / (2(1 − (1−δ)^(1/Δ0)))), the threshold of
+// Count Laplace with λ = Δ0/ε: a lone user's items each have count exactly 1.
+func CountLaplaceThreshold(lambda, delta float64, maxItems int) float64 {
+	return 1 + lambda*math.Log(1/(2*OneMinusRoot(delta, float64(maxItems))))
+}
+
+// CountGaussianThreshold is 1 + σ·Φ⁻¹((1 − δ/2)^(1/Δ0)), the threshold of
+// Count Gaussian with σ calibrated to ℓ2 sensitivity √Δ0.
+func CountGaussianThreshold(sigma, delta float64, maxItems int) float64 {
+	return 1 + sigma*PhiInvUpper(OneMinusRoot(delta/2, float64(maxItems)))
+}
+
+// GreedyThreshold is 1 + λ·ln(1/(2δ)) (Carvalho et al. 2022, eq. 1): under the
+// greedy update a lone user raises exactly one item it alone holds, by at most 1.
+func GreedyThreshold(lambda, delta float64) float64 {
+	return 1 + lambda*math.Log(1/(2*delta))
+}

@@ -1,0 +1,109 @@
+// Package securerand provides the randomness of the privacy core: a
+// cryptographic source for production, a seeded source for tests and
+// reproducible runs, an exact Bernoulli sampler, and uniform sampling without
+// replacement.
+//
+// All randomness flows through math/rand/v2's *rand.Rand, whose methods are
+// deterministic functions of the underlying rand.Source. In production that
+// source reads crypto/rand (through a buffer, so that a draw costs a few
+// nanoseconds rather than a system call); tests inject a ChaCha8 source with
+// a fixed seed. A reproducible run is, by construction, not private: an
+// observer who knows the seed can undo the noise.
+package securerand
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+)
+
+// cryptoSource is a rand.Source reading crypto/rand. Not safe for concurrent
+// use; each release creates its own.
+type cryptoSource struct {
+	buf [512]byte
+	off int
+}
+
+func (s *cryptoSource) Uint64() uint64 {
+	if s.off == 0 || s.off+8 > len(s.buf) {
+		// crypto/rand.Read never returns an error since Go 1.24; it crashes the
+		// program irrecoverably if the OS cannot provide randomness, which is
+		// the right behaviour for a privacy mechanism.
+		_, _ = crand.Read(s.buf[:])
+		s.off = 0
+	}
+	v := binary.LittleEndian.Uint64(s.buf[s.off:])
+	s.off += 8
+	return v
+}
+
+// New returns a generator backed by crypto/rand. Use it for every release.
+func New() *rand.Rand {
+	return rand.New(&cryptoSource{})
+}
+
+// NewSeeded returns a reproducible generator (ChaCha8 keyed by seed). It is
+// for tests and for the --seed option, whose output is not private.
+func NewSeeded(seed uint64) *rand.Rand {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	binary.LittleEndian.PutUint64(key[8:], 0x6470_7371_6c00_0001) // "dpsql" domain tag
+	return rand.New(rand.NewChaCha8(key))
+}
+
+// Bernoulli returns true with probability exactly p (for every float64 p; p ≤ 0
+// gives false, p ≥ 1 true).
+//
+// It compares the binary expansion of p with a uniform U = 0.b₁b₂b₃… built
+// from random bits and returns U < p. Write p = M·2^(e−53) with a 53-bit
+// integer mantissa M (2^52 ≤ M < 2^53) and e ≤ 0: the expansion of p is −e
+// zero bits followed by the bits of M and then zeros. U < p iff U's first −e
+// bits are zero and its next 53 bits, read as an integer R, satisfy R < M
+// (R = M leaves U ≥ p, since p's expansion ends there). Hence
+// P(true) = 2^e · M/2^53 = p with no rounding, including for p < 2⁻⁵³, where
+// the common "r.Float64() < p" is wrong. This samples the release decision
+// itself, so no noise value exists that could leak through its low bits
+// (Mironov 2012; ALGORITHMS.md §2, "Secure sampling").
+func Bernoulli(r *rand.Rand, p float64) bool {
+	if !(p > 0) {
+		return false
+	}
+	if p >= 1 {
+		return true
+	}
+	frac, exp := math.Frexp(p) // p = frac·2^exp, frac ∈ [0.5, 1), exp ≤ 0
+	// Leading zeros of p's expansion: the first −exp bits of U must all be 0.
+	for z := -exp; z > 0; z -= 64 {
+		w := r.Uint64()
+		if z < 64 {
+			w >>= 64 - uint(z) // keep the top z bits
+		}
+		if w != 0 {
+			return false
+		}
+	}
+	m := uint64(math.Ldexp(frac, 53)) // 53-bit mantissa of p
+	return r.Uint64()>>11 < m
+}
+
+// SampleInPlace moves a uniformly random k-subset of s (sampled without
+// replacement) to s[:k] by a partial Fisher–Yates shuffle and returns s[:k].
+// If k ≥ len(s) it returns s unchanged.
+func SampleInPlace[T any](r *rand.Rand, s []T, k int) []T {
+	n := len(s)
+	if k >= n {
+		return s
+	}
+	for i := 0; i < k; i++ {
+		j := i + r.IntN(n-i)
+		s[i], s[j] = s[j], s[i]
+	}
+	return s[:k]
+}
+
+// Key returns a fresh 128-bit key (for the keyed hashes that order users and
+// break ties) drawn from r.
+func Key(r *rand.Rand) [2]uint64 {
+	return [2]uint64{r.Uint64(), r.Uint64()}
+}

@@ -1,0 +1,334 @@
+package setunion
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dchest/siphash"
+
+	"github.com/dpsql/dpsql/sqlext/securerand"
+)
+
+// Builder collects (privacy unit, item) pairs for one release. Pairs may
+// arrive in any order, a user's rows scattered across the input; duplicates of
+// a (user, item) pair count once (their multiplicity is kept only as the
+// user's own item count for greedy_frequency). Pairs with an empty privacy
+// unit are dropped silently: a count of dropped rows would itself leak.
+//
+// Memory is proportional to the number of distinct (user, item) pairs plus the
+// distinct users and items: each user's list is compacted (sorted and
+// deduplicated) whenever it has doubled since the last compaction.
+//
+// A Builder is not safe for concurrent use. Release may be called once.
+type Builder struct {
+	opts Options
+	cal  Calibration
+
+	userIdx   map[string]uint32
+	userNames []string
+	itemIdx   map[string]uint32
+	itemNames []string
+	// lists[u] holds user u's entries item<<32 | count; clean[u] is the length
+	// of its sorted, deduplicated prefix.
+	lists [][]uint64
+	clean []int32
+	rows  int64
+}
+
+// NewBuilder validates o and returns an empty builder.
+func NewBuilder(o Options) (*Builder, error) {
+	cal, err := Calibrate(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Builder{
+		opts:    o,
+		cal:     cal,
+		userIdx: make(map[string]uint32),
+		itemIdx: make(map[string]uint32),
+	}, nil
+}
+
+// Calibration returns the calibration the release will use.
+func (b *Builder) Calibration() Calibration { return b.cal }
+
+// Add records that user holds item. An empty user is ignored.
+func (b *Builder) Add(user, item string) {
+	if user == "" {
+		return
+	}
+	b.add(b.user(user), b.item(item))
+}
+
+// AddBytes is Add for byte slices; it copies what it keeps, so the caller may
+// reuse the slices.
+func (b *Builder) AddBytes(user, item []byte) {
+	if len(user) == 0 {
+		return
+	}
+	u, ok := b.userIdx[string(user)] // no allocation for the lookup
+	if !ok {
+		u = b.user(string(user))
+	}
+	i, ok := b.itemIdx[string(item)]
+	if !ok {
+		i = b.item(string(item))
+	}
+	b.add(u, i)
+}
+
+// UserID interns a privacy unit and returns its dense id, for callers that
+// add many items of one user (AddID). The empty user is not interned;
+// ok is false for it.
+func (b *Builder) UserID(user []byte) (id uint32, ok bool) {
+	if len(user) == 0 {
+		return 0, false
+	}
+	u, found := b.userIdx[string(user)]
+	if !found {
+		u = b.user(string(user))
+	}
+	return u, true
+}
+
+// AddID records that the user with id u (from UserID) holds item.
+func (b *Builder) AddID(u uint32, item []byte) {
+	i, ok := b.itemIdx[string(item)]
+	if !ok {
+		i = b.item(string(item))
+	}
+	b.add(u, i)
+}
+
+func (b *Builder) user(name string) uint32 {
+	if u, ok := b.userIdx[name]; ok {
+		return u
+	}
+	u := uint32(len(b.userNames))
+	b.userIdx[name] = u
+	b.userNames = append(b.userNames, name)
+	b.lists = append(b.lists, nil)
+	b.clean = append(b.clean, 0)
+	return u
+}
+
+func (b *Builder) item(name string) uint32 {
+	if i, ok := b.itemIdx[name]; ok {
+		return i
+	}
+	i := uint32(len(b.itemNames))
+	b.itemIdx[name] = i
+	b.itemNames = append(b.itemNames, name)
+	return i
+}
+
+func (b *Builder) add(u, i uint32) {
+	b.rows++
+	l := append(b.lists[u], uint64(i)<<32|1)
+	if len(l) >= 2*int(b.clean[u])+32 {
+		l = compact(l)
+		b.clean[u] = int32(len(l))
+	}
+	b.lists[u] = l
+}
+
+// compact sorts a user's entries by item and merges duplicates, summing their
+// counts (saturating at 2³²−1).
+func compact(l []uint64) []uint64 {
+	slices.Sort(l)
+	out := l[:0]
+	for _, e := range l {
+		if n := len(out); n > 0 && out[n-1]>>32 == e>>32 {
+			c := out[n-1]&0xffffffff + e&0xffffffff
+			out[n-1] = out[n-1]&^0xffffffff | min(c, 0xffffffff)
+			continue
+		}
+		out = append(out, e)
+	}
+	return slices.Clip(out)
+}
+
+// Stats describes the input of a release. None of it is private-safe output:
+// it is for the operator who ran a batch job on data they hold, never for an
+// analyst of a protected table.
+type Stats struct {
+	// Rows is the number of pairs added with a non-empty privacy unit.
+	Rows int64 `json:"rows"`
+	// Users is the number of distinct privacy units.
+	Users int `json:"users"`
+	// Pairs is the number of distinct (user, item) pairs.
+	Pairs int64 `json:"pairs"`
+	// DistinctItems is the number of distinct items.
+	DistinctItems int `json:"distinct_items"`
+}
+
+// Group compacts every user's list so that each holds its distinct items
+// once, and returns the input statistics. Release calls it; calling it first
+// separates the cost of grouping from the cost of the mechanism.
+func (b *Builder) Group() Stats {
+	var pairs int64
+	for u, l := range b.lists {
+		if int(b.clean[u]) != len(l) {
+			l = compact(l)
+			b.lists[u] = l
+			b.clean[u] = int32(len(l))
+		}
+		pairs += int64(len(l))
+	}
+	return Stats{Rows: b.rows, Users: len(b.userNames), Pairs: pairs, DistinctItems: len(b.itemNames)}
+}
+
+// Result is the outcome of a release.
+type Result struct {
+	// Items are the released items, sorted.
+	Items []string
+	// Stats describe the input (operator-only; see Stats).
+	Stats Stats
+	// Support is |supp(H)|, the number of items with positive weight after
+	// bounding (operator-only).
+	Support int
+
+	itemIdx map[string]uint32
+	weights []float64
+}
+
+// InSupport reports whether item had positive weight in the final histogram
+// (for dp_sips, in any round). The n-gram extractor needs supp(H_k) to draw
+// spurious k-grams from V_k \ supp(H_k).
+func (r *Result) InSupport(item string) bool {
+	i, ok := r.itemIdx[item]
+	return ok && r.weights[i] > 0
+}
+
+// Release runs the mechanism with randomness from rng (securerand.New() in
+// production) and returns the released items. It groups pairs by user, orders
+// users by SipHash-2-4 of their id under a fresh 128-bit key drawn from rng
+// (ties by id bytes), bounds each user to Δ0 items uniformly without
+// replacement, builds the histogram user by user, and releases each item u of
+// supp(H) with probability P(H[u] + Z > ρ) by an exact Bernoulli draw.
+func (b *Builder) Release(rng *rand.Rand) Result {
+	stats := b.Group()
+	key := securerand.Key(rng)
+	order := b.userOrder(key)
+	n := len(b.itemNames)
+	var released []uint32
+	var weights []float64
+	switch b.cal.Mechanism {
+	case DPSIPS:
+		released, weights = b.runSIPS(rng, order)
+	default:
+		h := b.histogram(rng, key, order, b.cal.Mechanism, b.cal.Gamma, nil)
+		weights = h.W
+		for i := 0; i < n; i++ {
+			if w := h.W[i]; w > 0 && securerand.Bernoulli(rng, b.cal.ReleaseProbability(w)) {
+				released = append(released, uint32(i))
+			}
+		}
+	}
+	support := 0
+	for _, w := range weights {
+		if w > 0 {
+			support++
+		}
+	}
+	items := make([]string, len(released))
+	for k, i := range released {
+		items[k] = b.itemNames[i]
+	}
+	slices.Sort(items)
+	return Result{Items: items, Stats: stats, Support: support, itemIdx: b.itemIdx, weights: weights}
+}
+
+// userOrder returns user ids in the order the sequential policies process
+// them: by keyed hash of the id bytes, ties by the bytes. Parallel mechanisms
+// do not depend on the order and get the insertion order.
+func (b *Builder) userOrder(key [2]uint64) []uint32 {
+	order := make([]uint32, len(b.userNames))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	if !b.cal.Mechanism.Sequential() {
+		return order
+	}
+	hs := make([]uint64, len(b.userNames))
+	for i, name := range b.userNames {
+		hs[i] = siphash.Hash(key[0], key[1], []byte(name))
+	}
+	slices.SortFunc(order, func(a, c uint32) int {
+		if x := cmp.Compare(hs[a], hs[c]); x != 0 {
+			return x
+		}
+		return cmp.Compare(b.userNames[a], b.userNames[c])
+	})
+	return order
+}
+
+// histogram builds H with rule m over users in order, skipping items marked in
+// exclude (dp_sips removes released items between rounds).
+func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, exclude []bool) *Histogram {
+	h := NewHistogram(m, gamma, len(b.itemNames))
+	greedy := m == GreedyFrequency || m == GreedyPublic
+	if greedy {
+		h.Tie = make([]uint64, len(b.itemNames))
+		for i, name := range b.itemNames {
+			h.Tie[i] = siphash.Hash(key[0], key[1], []byte(name))
+		}
+	}
+	bound := b.cal.MaxItems
+	var items []uint32
+	var prio []float64
+	for _, u := range order {
+		items = items[:0]
+		prio = prio[:0]
+		for _, e := range b.lists[u] {
+			i := uint32(e >> 32)
+			if exclude != nil && exclude[i] {
+				continue
+			}
+			items = append(items, i)
+			if greedy {
+				if m == GreedyFrequency {
+					prio = append(prio, float64(e&0xffffffff))
+				} else {
+					f, ok := b.opts.Public[b.itemNames[i]]
+					if !ok {
+						f = 1
+					}
+					prio = append(prio, f)
+				}
+			}
+		}
+		if m.Bounded() && len(items) > bound {
+			items = securerand.SampleInPlace(rng, items, bound)
+		}
+		h.Update(items, prio)
+	}
+	return h
+}
+
+// runSIPS runs R rounds of weighted Gaussian (DP-SIPS, ALGORITHMS.md §4):
+// round r bounds every user's not-yet-released items to Δ0, builds a
+// weighted-Gaussian histogram and releases with (σ_r, ρ_r); released items
+// are removed from every user before the next round. It returns the released
+// ids and, per item, the largest weight it had in any round (for Support).
+func (b *Builder) runSIPS(rng *rand.Rand, order []uint32) ([]uint32, []float64) {
+	n := len(b.itemNames)
+	done := make([]bool, n)
+	seen := make([]float64, n)
+	var released []uint32
+	for r := range b.cal.Rounds {
+		h := b.histogram(rng, [2]uint64{}, order, DPSIPS, 0, done)
+		for i, w := range h.W {
+			if w <= 0 {
+				continue
+			}
+			seen[i] = max(seen[i], w)
+			if securerand.Bernoulli(rng, b.cal.RoundProbability(r, w)) {
+				done[i] = true
+				released = append(released, uint32(i))
+			}
+		}
+	}
+	return released, seen
+}

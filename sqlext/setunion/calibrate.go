@@ -1,0 +1,191 @@
+package setunion
+
+import (
+	"math"
+
+	"github.com/dpsql/dpsql/sqlext/noise"
+)
+
+// Calibration is what a release will use, computed from options alone (no
+// data): the noise kind and scale, the threshold ρ and the cutoff Γ. It is
+// what `dpsql params` prints, so that users can see how thresholds are chosen.
+type Calibration struct {
+	Mechanism Mechanism `json:"mechanism"`
+	Epsilon   float64   `json:"epsilon"`
+	Delta     float64   `json:"delta"`
+	// MaxItems is the effective Δ0: Options.MaxItems, 1 for single_item, and
+	// 0 for the greedy mechanisms, which do not bound users.
+	MaxItems int     `json:"max_items"`
+	Alpha    float64 `json:"alpha"`
+	Noise    Noise   `json:"noise"`
+	// Scale is λ (Laplace) or σ (Gaussian); for dp_sips, the σ* of the whole
+	// composition (each round's σ is in Rounds); 0 for single_item.
+	Scale float64 `json:"scale"`
+	// Rho is the release threshold: an item is released iff H[u] + Z > ρ.
+	// For single_item it is the smallest user count n with π(n) ≥ 1/2; for
+	// dp_sips the threshold of the last round.
+	Rho float64 `json:"rho"`
+	// Gamma is the cutoff Γ = ρ + α·Scale of the policies and greedy
+	// mechanisms (no item is raised above it), 0 for the others.
+	Gamma float64 `json:"gamma"`
+	// Rounds holds the per-round calibration of dp_sips.
+	Rounds []Round `json:"rounds,omitempty"`
+
+	pi []float64 // single_item: π(0..n*) with π(n*) = 1
+}
+
+// Round is the calibration of one DP-SIPS round r (0-based): its share f_r of
+// the Gaussian budget μ² = 1/σ*² and of δ, σ_r = σ*/√f_r, δ_r = f_r·δ, and
+// the weighted-Gaussian threshold ρ_r at (σ_r, δ_r).
+type Round struct {
+	Fraction float64 `json:"fraction"`
+	Sigma    float64 `json:"sigma"`
+	Delta    float64 `json:"delta"`
+	Rho      float64 `json:"rho"`
+}
+
+// Calibrate validates o and computes its calibration (ALGORITHMS.md §2, §4).
+//
+//	count_laplace       λ = Δ0/ε, ρ = 1 + λ·ln(1/(2(1−(1−δ)^(1/Δ0))))
+//	weighted/policy_laplace
+//	                    λ = 1/ε,  ρ = max_{t≤Δ0} 1/t + λ·ln(1/(2(1−(1−δ)^(1/t))))
+//	count_gaussian      σ = analytic Gaussian (ε, δ/2, Δ2 = √Δ0), ρ = 1 + σ·Φ⁻¹((1−δ/2)^(1/Δ0))
+//	weighted/policy_gaussian_*
+//	                    σ = analytic Gaussian (ε, δ/2, Δ2 = 1), ρ = max_{t≤Δ0} 1/√t + σ·Φ⁻¹((1−δ/2)^(1/t))
+//	greedy_*            λ = 1/ε,  ρ = 1 + λ·ln(1/(2δ))
+//	policies, greedy    Γ = ρ + α·(λ or σ)
+//	single_item         π(n) = min(e^ε π(n−1) + δ, 1 − e^(−ε)(1 − π(n−1) − δ), 1), π(0) = 0
+//	dp_sips             f_r ∝ 0.3^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ, ρ_r as weighted Gaussian
+func Calibrate(o Options) (Calibration, error) {
+	if err := o.Validate(); err != nil {
+		return Calibration{}, err
+	}
+	m := o.Mechanism
+	c := Calibration{Mechanism: m, Epsilon: o.Epsilon, Delta: o.Delta, MaxItems: o.MaxItems, Noise: m.Noise()}
+	if m.HasCutoff() {
+		c.Alpha = o.alpha()
+	}
+	d0 := o.MaxItems
+	var err error
+	switch m {
+	case CountLaplace:
+		c.Scale = float64(d0) / o.Epsilon
+		c.Rho = noise.CountLaplaceThreshold(c.Scale, o.Delta, d0)
+	case WeightedLaplace, PolicyLaplace:
+		c.Scale = 1 / o.Epsilon
+		c.Rho = noise.LaplaceThresholdMax(c.Scale, o.Delta, d0)
+	case CountGaussian:
+		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, math.Sqrt(float64(d0)))
+		c.Rho = noise.CountGaussianThreshold(c.Scale, o.Delta, d0)
+	case WeightedGaussian, PolicyGaussianL2, PolicyGaussianL1:
+		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
+		c.Rho = noise.GaussianThresholdMax(c.Scale, o.Delta, d0)
+	case GreedyFrequency, GreedyPublic:
+		c.MaxItems = 0
+		c.Scale = 1 / o.Epsilon
+		c.Rho = noise.GreedyThreshold(c.Scale, o.Delta)
+	case SingleItem:
+		c.MaxItems = 1
+		c.pi = singleItemTable(o.Epsilon, o.Delta)
+		for n, p := range c.pi {
+			if p >= 0.5 {
+				c.Rho = float64(n)
+				break
+			}
+		}
+	case DPSIPS:
+		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
+		c.Rounds = sipsRounds(c.Scale, o.Delta, d0, o.Rounds)
+		c.Rho = c.Rounds[len(c.Rounds)-1].Rho
+	}
+	if err != nil {
+		return Calibration{}, err
+	}
+	if m.HasCutoff() {
+		c.Gamma = c.Rho + c.Alpha*c.Scale
+	}
+	return c, nil
+}
+
+// sipsRounds splits the Gaussian budget μ² = 1/σ*² and δ over R rounds with
+// fractions f_r ∝ 0.3^(R−1−r), r = 0..R−1, so later rounds get more
+// (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4). Since Σ 1/σ_r² =
+// Σ f_r/σ*² = 1/σ*², the rounds compose to one Gaussian mechanism of scale σ*,
+// and the thresholds' failure probabilities δ_r/2 sum to δ/2.
+func sipsRounds(sigmaStar, delta float64, maxItems, rounds int) []Round {
+	w := make([]float64, rounds)
+	total := 0.0
+	for r := range w {
+		w[r] = math.Pow(0.3, float64(rounds-1-r))
+		total += w[r]
+	}
+	out := make([]Round, rounds)
+	for r := range out {
+		f := w[r] / total
+		s := sigmaStar / math.Sqrt(f)
+		out[r] = Round{Fraction: f, Sigma: s, Delta: f * delta, Rho: noise.GaussianThresholdMax(s, f*delta, maxItems)}
+	}
+	return out
+}
+
+// singleItemTable returns π(0), π(1), …, π(n*) where π(n*) = 1: the release
+// probability of an item held by n users when every user contributes one item,
+// which is optimal among (ε, δ)-DP mechanisms for Δ0 = 1 (Desfontaines,
+// Voss, Gipson & Mandayam, PoPETs 2022):
+//
+//	π(0) = 0, π(n) = min(e^ε·π(n−1) + δ, 1 − e^(−ε)·(1 − π(n−1) − δ), 1).
+//
+// 1 − π(n) shrinks at least geometrically once the second term binds, so the
+// table is finite: about (1/ε)·ln(1/δ) entries.
+func singleItemTable(eps, delta float64) []float64 {
+	pi := []float64{0}
+	ee, ie := math.Exp(eps), math.Exp(-eps)
+	for pi[len(pi)-1] < 1 {
+		p := pi[len(pi)-1]
+		next := math.Min(math.Min(ee*p+delta, 1-ie*(1-p-delta)), 1)
+		if next <= p { // cannot happen for ε > 0, δ > 0; guards float stagnation
+			next = 1
+		}
+		pi = append(pi, next)
+	}
+	return pi
+}
+
+// ReleaseProbability returns P(w + Z > ρ), the probability that an item of
+// histogram weight w is released:
+//
+//	Gaussian  Φ((w − ρ)/σ)
+//	Laplace   ½·exp(−(ρ−w)/λ) if w ≤ ρ, else 1 − ½·exp(−(w−ρ)/λ)
+//	Exact     π(w) for an item held by w users (single_item)
+//
+// For dp_sips it is the probability of the last round; use RoundProbability.
+func (c Calibration) ReleaseProbability(w float64) float64 {
+	switch c.Noise {
+	case Gaussian:
+		return noise.Phi((w - c.Rho) / c.Scale)
+	case Laplace:
+		return laplaceSurvival(c.Rho-w, c.Scale)
+	default:
+		n := int(w)
+		if n >= len(c.pi) {
+			return 1
+		}
+		if n < 0 {
+			return 0
+		}
+		return c.pi[n]
+	}
+}
+
+// RoundProbability is ReleaseProbability for DP-SIPS round r.
+func (c Calibration) RoundProbability(r int, w float64) float64 {
+	return noise.Phi((w - c.Rounds[r].Rho) / c.Rounds[r].Sigma)
+}
+
+// laplaceSurvival returns P(Z > x) for Z ~ Laplace(0, λ).
+func laplaceSurvival(x, lambda float64) float64 {
+	if x >= 0 {
+		return 0.5 * math.Exp(-x/lambda)
+	}
+	return 1 - 0.5*math.Exp(x/lambda)
+}
