@@ -2,6 +2,8 @@ package setunion
 
 import (
 	"cmp"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -44,6 +46,35 @@ func NewBuilder(o Options) (*Builder, error) {
 	}
 	return &Builder{
 		opts:    o,
+		cal:     cal,
+		userIdx: make(map[string]uint32),
+		itemIdx: make(map[string]uint32),
+	}, nil
+}
+
+// NewCalibratedBuilder returns a builder that releases with a calibration
+// the caller computed instead of one derived from options: the n-gram
+// extractor's levels k ≥ 2 use a share σ_k of one Gaussian budget and a
+// threshold ρ_k from η (ALGORITHMS.md §5). The caller owns the privacy
+// argument for cal; only its shape is checked here.
+func NewCalibratedBuilder(cal Calibration) (*Builder, error) {
+	if _, err := ParseMechanism(string(cal.Mechanism)); err != nil {
+		return nil, err
+	}
+	switch {
+	case cal.Noise != cal.Mechanism.Noise():
+		return nil, fmt.Errorf("calibration noise %q does not match mechanism %s", cal.Noise, cal.Mechanism)
+	case cal.Mechanism == SingleItem || cal.Mechanism == DPSIPS || cal.Mechanism == GreedyPublic:
+		return nil, fmt.Errorf("mechanism %s cannot be given a custom calibration", cal.Mechanism)
+	case !(cal.Scale > 0) || math.IsInf(cal.Scale, 0) || math.IsNaN(cal.Rho) || math.IsInf(cal.Rho, 0):
+		return nil, fmt.Errorf("calibration needs a finite scale > 0 and a finite rho, got scale %v rho %v", cal.Scale, cal.Rho)
+	case cal.Mechanism.Bounded() && cal.MaxItems < 1:
+		return nil, fmt.Errorf("calibration needs max_items ≥ 1, got %d", cal.MaxItems)
+	case cal.Mechanism.HasCutoff() && !(cal.Gamma >= cal.Rho):
+		return nil, fmt.Errorf("calibration needs a cutoff gamma ≥ rho, got gamma %v rho %v", cal.Gamma, cal.Rho)
+	}
+	return &Builder{
+		opts:    Options{Mechanism: cal.Mechanism, MaxItems: cal.MaxItems},
 		cal:     cal,
 		userIdx: make(map[string]uint32),
 		itemIdx: make(map[string]uint32),
