@@ -61,6 +61,9 @@ func NewCalibratedBuilder(cal Calibration) (*Builder, error) {
 	if _, err := ParseMechanism(string(cal.Mechanism)); err != nil {
 		return nil, err
 	}
+	if err := cal.Mechanism.Disabled(); err != nil {
+		return nil, err
+	}
 	switch {
 	case cal.Noise != cal.Mechanism.Noise():
 		return nil, fmt.Errorf("calibration noise %q does not match mechanism %s", cal.Noise, cal.Mechanism)
