@@ -205,28 +205,22 @@ func writeNgrams(w io.Writer, ngs []ngrams.NGram) error {
 }
 
 // heapSampler records the largest Go heap (bytes of live and unswept
-// objects) seen, sampling runtime/metrics every 5 ms.
+// objects) seen, sampling runtime/metrics every 5 ms and at every reset.
 type heapSampler struct {
-	mu       sync.Mutex
-	peak     uint64 // since the last reset
-	all      uint64 // since the start
-	done     chan struct{}
-	stopOnce sync.Once
+	mu     sync.Mutex
+	peak   uint64 // since the last reset
+	all    uint64 // since the start
+	sample []metrics.Sample
+	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
 func startHeapSampler() *heapSampler {
-	s := &heapSampler{done: make(chan struct{})}
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(sample)
-		v := sample[0].Value.Uint64()
-		s.mu.Lock()
-		s.peak = max(s.peak, v)
-		s.all = max(s.all, v)
-		s.mu.Unlock()
-	}
-	read()
+	s := &heapSampler{done: make(chan struct{}), sample: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}}
+	s.read()
+	s.wg.Add(1)
 	go func() {
+		defer s.wg.Done()
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -234,15 +228,25 @@ func startHeapSampler() *heapSampler {
 			case <-s.done:
 				return
 			case <-t.C:
-				read()
+				s.read()
 			}
 		}
 	}()
 	return s
 }
 
+func (s *heapSampler) read() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	metrics.Read(s.sample)
+	v := s.sample[0].Value.Uint64()
+	s.peak = max(s.peak, v)
+	s.all = max(s.all, v)
+}
+
 // reset returns the peak since the previous reset and starts a new period.
 func (s *heapSampler) reset() uint64 {
+	s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.peak
@@ -251,12 +255,16 @@ func (s *heapSampler) reset() uint64 {
 }
 
 func (s *heapSampler) max() uint64 {
+	s.read()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.all
 }
 
-func (s *heapSampler) stop() { s.stopOnce.Do(func() { close(s.done) }) }
+func (s *heapSampler) stop() {
+	close(s.done)
+	s.wg.Wait()
+}
 
 // maxRSS returns the peak resident set size of the process (Linux VmHWM),
 // or 0 where /proc is not available.
