@@ -103,8 +103,9 @@ func (e *Extractor) Plan() Plan { return e.plan }
 // Options returns the options the extractor was created with.
 func (e *Extractor) Options() Options { return e.opts }
 
-// maxTokens bounds the stored tokens (positions are uint32).
-const maxTokens = math.MaxUint32
+// maxTokens bounds the stored tokens: positions are uint32 and the ids of
+// the valid k-grams, at most one per position, are int32.
+const maxTokens = math.MaxInt32
 
 // AddRow records one row: text written by the privacy unit user. The text is
 // tokenised at once and n-grams never span two rows. A row with an empty user
