@@ -230,6 +230,9 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 	if e.err != nil {
 		return Result{}, e.err
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	c := e.corpus()
 	res := Result{Input: e.Stats()}
 
@@ -241,6 +244,10 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 	st.Seconds = time.Since(start).Seconds()
 	e.finish(&res, st)
 	sets := []*gramSet{s1}
+	if e.opts.MaxN == 1 {
+		res.NGrams = e.texts(sets)
+		return res, nil
+	}
 
 	// cur[p] is the id in S_{k−1} of the (k−1)-gram starting at token p, or −1.
 	cur := make([]int32, len(c.tokens))

@@ -333,3 +333,17 @@ func TestSeededReproducible(t *testing.T) {
 		t.Fatal("same seed, different output")
 	}
 }
+
+// TestUnigramsOnly: T = 1 is a plain DPSU release of unigrams.
+func TestUnigramsOnly(t *testing.T) {
+	var rows [][2]string
+	for u := range 50 {
+		rows = append(rows, [2]string{fmt.Sprint(u), "alpha beta"}, [2]string{fmt.Sprint(u), fmt.Sprintf("solo%d", u)})
+	}
+	o := Defaults()
+	o.MaxN, o.Epsilon = 1, 8
+	res := run(t, o, 4, rows)
+	if !slices.Equal(res.NGrams, []NGram{{"alpha", 1}, {"beta", 1}}) || len(res.Levels) != 1 {
+		t.Fatalf("released %v, %d levels", res.NGrams, len(res.Levels))
+	}
+}
