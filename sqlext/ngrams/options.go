@@ -275,8 +275,9 @@ func (o *Options) Set(name, value string) error {
 		o.Update, err = setunion.ParseMechanism(v)
 	case "alpha":
 		var a float64
-		a, err = parseFloat(name, v)
-		o.Alpha = &a
+		if a, err = parseFloat(name, v); err == nil {
+			o.Alpha = &a
+		}
 	case "eta":
 		o.Eta, err = parseFloat(name, v)
 	case "budget_split":
