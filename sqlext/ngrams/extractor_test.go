@@ -52,7 +52,7 @@ func TestNeighbourL2(t *testing.T) {
 		order2 := slices.Insert(slices.Clone(order), rng.IntN(len(order)+1), extra)
 
 		for k := 1; k <= 3; k++ {
-			rules := []setunion.Mechanism{setunion.WeightedGaussian, setunion.PolicyGaussianL1, setunion.PolicyGaussianL2}
+			rules := []setunion.Mechanism{setunion.WeightedGaussian, setunion.PolicyGaussianL2}
 			if k == 1 {
 				rules = append(rules, setunion.CountGaussian)
 			}
@@ -155,7 +155,7 @@ func TestExtractKnownPhrases(t *testing.T) {
 			[2]string{id, "jumps over the LAZY dog!"},
 			[2]string{id, fmt.Sprintf("my secret%d code", u)})
 	}
-	for _, mech := range []setunion.Mechanism{setunion.PolicyGaussianL1, setunion.WeightedGaussian, setunion.PolicyGaussianL2, setunion.CountGaussian} {
+	for _, mech := range []setunion.Mechanism{setunion.WeightedGaussian, setunion.PolicyGaussianL2, setunion.CountGaussian} {
 		o := Defaults()
 		o.Epsilon, o.Eta, o.Mechanism, o.MaxItems = 8, 1e-9, mech, 12
 		res := run(t, o, 1, rows)

@@ -14,10 +14,10 @@ func TestDefaultsValid(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.MaxN != 3 || o.MaxItems != setunion.DefaultMaxItems || o.Eta != 0.01 || o.Mechanism != setunion.PolicyGaussianL1 {
+	if o.MaxN != 3 || o.MaxItems != setunion.DefaultMaxItems || o.Eta != 0.01 || o.Mechanism != setunion.PolicyGaussianL2 {
 		t.Fatalf("unexpected defaults %+v", o)
 	}
-	if o.UpdateRule() != setunion.PolicyGaussianL1 || o.LevelMax(2) != 100 {
+	if o.UpdateRule() != setunion.WeightedGaussian || o.LevelMax(2) != 100 {
 		t.Fatalf("update rule %s, Δ_2 %d", o.UpdateRule(), o.LevelMax(2))
 	}
 }
@@ -43,6 +43,8 @@ func TestValidateErrors(t *testing.T) {
 		{"dp_sips", func(o *Options) { o.Mechanism = setunion.DPSIPS }, "mechanism dp_sips cannot be used"},
 		{"unknown", func(o *Options) { o.Mechanism = "foo" }, `mechanism: unknown name "foo"`},
 		{"update count", func(o *Options) { o.Update = setunion.CountGaussian }, "update count_gaussian cannot be used"},
+		{"l1 unigrams", func(o *Options) { o.Mechanism = setunion.PolicyGaussianL1 }, "mechanism: mechanism policy_gaussian_l1 is disabled"},
+		{"l1 update", func(o *Options) { o.Update = setunion.PolicyGaussianL1 }, "update: mechanism policy_gaussian_l1 is disabled"},
 		{"alpha", func(o *Options) { o.Alpha = setunion.Float(-1) }, "alpha must be a finite number ≥ 0"},
 		{"eta 0", func(o *Options) { o.Eta = 0 }, "eta must be greater than 0 and less than 1, got 0"},
 		{"eta 1", func(o *Options) { o.Eta = 1 }, "eta must be"},
@@ -63,8 +65,7 @@ func TestValidateErrors(t *testing.T) {
 
 func TestUpdateRuleFamily(t *testing.T) {
 	for m, want := range map[setunion.Mechanism]setunion.Mechanism{
-		setunion.PolicyGaussianL1: setunion.PolicyGaussianL1,
-		setunion.PolicyGaussianL2: setunion.PolicyGaussianL2,
+		setunion.PolicyGaussianL2: setunion.WeightedGaussian,
 		setunion.WeightedGaussian: setunion.WeightedGaussian,
 		setunion.CountGaussian:    setunion.WeightedGaussian,
 	} {
