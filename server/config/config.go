@@ -645,10 +645,10 @@ func (v *validator) release(p []any, what string, r *Release) {
 		v.errorf(p, "%s: max_release needs epsilon and/or delta", what)
 	}
 	if !(r.Epsilon >= 0) || math.IsInf(r.Epsilon, 0) {
-		v.errorf(append(p, "epsilon"), "%s: max_release epsilon must be a finite number > 0, got %v", what, r.Epsilon)
+		v.errorf(append(p, "epsilon"), "%s: max_release epsilon must be a finite number ≥ 0 (0: no cap), got %v", what, r.Epsilon)
 	}
 	if !(r.Delta >= 0 && r.Delta < 1) {
-		v.errorf(append(p, "delta"), "%s: max_release delta must be > 0 and < 1, got %v", what, r.Delta)
+		v.errorf(append(p, "delta"), "%s: max_release delta must be ≥ 0 and < 1 (0: no cap), got %v", what, r.Delta)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,7 +222,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad default epsilon", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\ndefaults:\n  epsilon: -1\n", `defaults: epsilon must be a finite number greater than 0`},
 		{"no data dir", "data_dir: /var/lib/dpsql\n", "", "data_dir is required"},
 		{"tls without key", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\ntls:\n  cert: c.pem\n", "config:3: tls needs both cert and key"},
-		{"cap zero", "          delta: 1e-5\n", "          delta: 1e-5\n          max_release: {epsilon: -1}\n", "max_release epsilon must be a finite number > 0"},
+		{"cap zero", "          delta: 1e-5\n", "          delta: 1e-5\n          max_release: {epsilon: -1}\n", "max_release epsilon must be a finite number ≥ 0 (0: no cap)"},
 		{"budget without protected table", "    privacy_unit: user_id", "    public: true", `database "demo" has no protected table`},
 		{"two documents", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\n---\nlisten: x\n", "more than one YAML document"},
 	} {
@@ -361,4 +360,3 @@ func TestPasswordHashes(t *testing.T) {
 	}
 }
 
-var _ = io.EOF
