@@ -359,4 +359,3 @@ func TestPasswordHashes(t *testing.T) {
 		}
 	}
 }
-
