@@ -532,3 +532,31 @@ func TestLedgerFileMode(t *testing.T) {
 		t.Errorf("ledger file mode %v is readable by others", st.Mode())
 	}
 }
+
+// BenchmarkLedgerCharge measures a committed (fsynced) charge, serially
+// and from 8×GOMAXPROCS goroutines (bbolt serialises writers; each commit
+// syncs).
+func BenchmarkLedgerCharge(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("parallelism=%d", workers), func(b *testing.B) {
+			l, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			if err := l.SetLimits(bg, []Limit{{Analyst: "a", Database: "d", Budget: Amount{1e12, 0.5}}}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetParallelism(workers)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := l.Charge(bg, "a", "d", 0.001, 1e-12, Meta{Description: "SELECT DISTINCT word FROM posts"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
+		})
+	}
+}
