@@ -436,12 +436,9 @@ func (v *validator) validate(c *Config, dir string) {
 	c.DataDir = resolve(c.DataDir)
 
 	// defaults
-	if c.Defaults.Mechanism != "" {
-		if _, err := setunion.ParseMechanism(c.Defaults.Mechanism); err != nil {
-			v.errorf(at("defaults", "mechanism"), "defaults: %v", err)
-		}
-	}
-	if err := c.Defaults.Options().Validate(); err != nil {
+	if _, err := setunion.ParseMechanism(c.Defaults.Mechanism); c.Defaults.Mechanism != "" && err != nil {
+		v.errorf(at("defaults", "mechanism"), "defaults: %v", err)
+	} else if err := c.Defaults.Options().Validate(); err != nil {
 		v.errorf(at("defaults"), "defaults: %v", err)
 	}
 
