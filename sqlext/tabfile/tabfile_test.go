@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func readAll(t *testing.T, path string, f Format) [][]string {
+func readFile(t *testing.T, path string, f Format) [][]string {
 	t.Helper()
 	r, err := Open(path, f)
 	if err != nil {
@@ -38,7 +38,7 @@ func TestTSVAndCSV(t *testing.T) {
 	dir := t.TempDir()
 	tsv := filepath.Join(dir, "a.tsv")
 	os.WriteFile(tsv, []byte("u1\thello world\r\n\nu2\t\"quoted\" text\tthird\nu3\t"+strings.Repeat("x", 3<<20)+"\n"), 0o644)
-	rows := readAll(t, tsv, TSV)
+	rows := readFile(t, tsv, TSV)
 	if len(rows) != 3 || rows[0][1] != "hello world" || rows[1][1] != `"quoted" text` || len(rows[1]) != 3 || len(rows[2][1]) != 3<<20 {
 		t.Fatalf("TSV rows: %d, %q", len(rows), rows[:2])
 	}
@@ -51,7 +51,7 @@ func TestTSVAndCSV(t *testing.T) {
 	if FormatOf(csvPath) != CSV || FormatOf("x.tsv.gz") != TSV {
 		t.Fatal("FormatOf")
 	}
-	rows = readAll(t, csvPath, CSV)
+	rows = readFile(t, csvPath, CSV)
 	if len(rows) != 3 || rows[1][1] != "a, b" || rows[2][1] != "multi\nline \"q\"" {
 		t.Fatalf("CSV rows: %q", rows)
 	}
