@@ -1,0 +1,228 @@
+package clients
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MariaDBCLI runs statements through the `mysql` command line client of
+// Debian's mariadb-client in batch mode (-B: tab-separated output, special
+// characters escaped) on one connection, and parses its output.
+//
+// With Stdin the statements are piped to the client with --force, so that
+// it goes on after an error; with -e (Stdin false) they are passed as one
+// -e argument, and the client stops at the first error: later statements get
+// an Error with Code 0 saying they did not run.
+//
+// Limits of the format: a NULL and the string "NULL" print alike (both come
+// back as nil); an empty result set prints nothing, so it has no columns;
+// the client has no prepared statements (a Prepared statement gets an error
+// result and is not sent).
+type MariaDBCLI struct {
+	Path  string // the client program ("mysql" or "mariadb"; "" finds mysql on PATH)
+	Stdin bool
+}
+
+func (c MariaDBCLI) Name() string {
+	if c.Stdin {
+		return "mysql CLI (batch, stdin)"
+	}
+	return "mysql CLI (batch, -e)"
+}
+
+var cliError = regexp.MustCompile(`^ERROR (\d+) \(([0-9A-Z]{5})\)(?: at line (\d+))?: (.*)$`)
+
+func (c MariaDBCLI) Run(ctx context.Context, t Target, stmts []Statement) ([]Result, error) {
+	path := c.Path
+	if path == "" {
+		path = "mysql"
+	}
+	dir, err := os.MkdirTemp("", "dpsql-mysqlcli")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	// The credentials go in a defaults file (not the command line, not the
+	// environment), which also keeps ~/.my.cnf out of the run.
+	cnf := filepath.Join(dir, "client.cnf")
+	if err := os.WriteFile(cnf, []byte(fmt.Sprintf("[client]\nuser=%s\npassword=%s\n",
+		cnfQuote(t.User), cnfQuote(t.Password))), 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{"--defaults-file=" + cnf, "--protocol=TCP", "-h", t.Host, "-P", strconv.Itoa(t.Port), "--batch"}
+	if t.TLS {
+		args = append(args, "--ssl")
+		if t.CAFile != "" {
+			args = append(args, "--ssl-ca="+t.CAFile, "--ssl-verify-server-cert")
+		}
+	} else {
+		args = append(args, "--skip-ssl")
+	}
+	if t.Database != "" {
+		args = append(args, "--database="+t.Database)
+	}
+
+	nonce := make([]byte, 6)
+	rand.Read(nonce)
+	marker := "dpsql_marker_" + hex.EncodeToString(nonce)
+	out := make([]Result, len(stmts))
+	sent := make([]bool, len(stmts))
+	var script strings.Builder
+	line := 1
+	startLine := map[int]int{} // script line of a statement's start → its index
+	for i, s := range stmts {
+		if s.Prepared || s.Meta != "" {
+			out[i].Error = &Error{Message: "the mysql command line client cannot run " + s.String()}
+			continue
+		}
+		sql := strings.TrimRight(strings.TrimSpace(s.SQL), ";")
+		fmt.Fprintf(&script, "SELECT %d AS %s;\n", i, marker)
+		line++
+		startLine[line] = i
+		script.WriteString(sql + ";\n")
+		line += strings.Count(sql, "\n") + 1
+		sent[i] = true
+	}
+
+	var cmd *exec.Cmd
+	if c.Stdin {
+		cmd = exec.CommandContext(ctx, path, append(args, "--force")...)
+		cmd.Stdin = strings.NewReader(script.String())
+	} else {
+		cmd = exec.CommandContext(ctx, path, append(args, "-e", script.String())...)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+
+	// Standard output: marker result sets, each followed by the output of
+	// its statement (a header line and rows, or nothing).
+	last := -1
+	seen := make([]bool, len(stmts))
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	var lines []string
+	flush := func() {
+		if last >= 0 {
+			out[last] = parseBatch(lines)
+		}
+		lines = lines[:0]
+	}
+	for sc.Scan() {
+		l := sc.Text()
+		if l == marker && sc.Scan() {
+			flush()
+			n, err := strconv.Atoi(sc.Text())
+			if err != nil || n < 0 || n >= len(stmts) {
+				return nil, fmt.Errorf("mysql client output: bad marker %q", sc.Text())
+			}
+			last, seen[n] = n, true
+			continue
+		}
+		lines = append(lines, l)
+	}
+	flush()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+
+	// Standard error: "ERROR n (state) at line L: message", L being the
+	// script line where the failed statement starts (always 1 with -e).
+	var errs []*Error
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		m := cliError.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		code, _ := strconv.Atoi(m[1])
+		e := &Error{Code: code, State: m[2], Message: m[4]}
+		if m[3] == "" {
+			if last < 0 { // before the first marker: the connection failed
+				return nil, e
+			}
+			errs = append(errs, e)
+			continue
+		}
+		ln, _ := strconv.Atoi(m[3])
+		if i, ok := startLine[ln]; ok && c.Stdin {
+			out[i] = Result{Error: e}
+		} else if last >= 0 {
+			out[last] = Result{Error: e}
+		}
+	}
+	if !c.Stdin && len(errs) > 0 && last >= 0 {
+		out[last] = Result{Error: errs[0]}
+	}
+	if last < 0 && runErr != nil && len(startLine) > 0 {
+		return nil, fmt.Errorf("%s: %v: %s", path, runErr, clip(stderr.String()))
+	}
+	for i := range stmts {
+		if sent[i] && !seen[i] && out[i].Error == nil {
+			out[i].Error = &Error{Message: "not run: the mysql client stopped at an earlier error"}
+		}
+	}
+	return out, nil
+}
+
+// parseBatch reads one statement's batch output: a tab-separated header
+// line and rows with \t, \n, \\ and \0 escaped.
+func parseBatch(lines []string) Result {
+	var r Result
+	if len(lines) == 0 {
+		return r
+	}
+	r.Columns = strings.Split(lines[0], "\t")
+	for _, l := range lines[1:] {
+		var row []*string
+		for _, f := range strings.Split(l, "\t") {
+			if f == "NULL" {
+				row = append(row, nil)
+			} else {
+				row = append(row, str(unescapeBatch(f)))
+			}
+		}
+		r.Rows = append(r.Rows, row)
+	}
+	return r
+}
+
+func unescapeBatch(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case '0':
+			b.WriteByte(0)
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// cnfQuote quotes an option file value (the client strips the quotes and
+// handles backslash escapes inside them).
+func cnfQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
