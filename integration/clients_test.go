@@ -40,6 +40,13 @@ const plainDeniedCode = 1105
 // the client ran the prepared statement.
 func checkCommon(t *testing.T, res []clients.Result, prepared bool) {
 	t.Helper()
+	checkCommonRows(t, res, prepared, wantItems)
+}
+
+// checkCommonRows is checkCommon for a client that renders the items table
+// its own way.
+func checkCommonRows(t *testing.T, res []clients.Result, prepared bool, wantItems [][]string) {
+	t.Helper()
 	if len(res) != len(commonStatements) {
 		t.Fatalf("%d results for %d statements", len(res), len(commonStatements))
 	}

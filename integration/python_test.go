@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testenv"
+)
+
+// pythonRunner returns the pandas runner on Debian's interpreter
+// (DPSQL_PYTHON overrides it), skipping (failing under CI) when pandas,
+// SQLAlchemy or PyMySQL cannot be imported.
+func pythonRunner(t *testing.T) clients.Python {
+	t.Helper()
+	p := clients.Python{Interpreter: os.Getenv("DPSQL_PYTHON")}
+	if out, err := p.Check(context.Background()); err != nil {
+		msg := "pandas, SQLAlchemy and PyMySQL not importable by " + clients.DefaultPython +
+			" (apt-get install python3-pandas python3-sqlalchemy python3-pymysql; .ci/run installs them): " + out
+		if testenv.CI() {
+			t.Fatal("required under CI: " + msg)
+		}
+		t.Skip(msg)
+	} else {
+		t.Logf("pandas, SQLAlchemy, PyMySQL: %s", out)
+	}
+	return p
+}
+
+func TestPythonPandasPlainGMS(t *testing.T) {
+	p := pythonRunner(t)
+	target := startPlainGMS(t, plainOptions{})
+	// pandas' read_sql converts DECIMAL values to float (coerce_float=True
+	// by default): 1.50 arrives as 1.5.
+	checkCommonRows(t, run(t, p, target, commonStatements), true, [][]string{
+		{"1", "apple", "1.5", "NULL"},
+		{"2", "crème brûlée", "7.25", "tab\there"},
+		{"3", "kiwi", "NULL", "line1\nline2"},
+	})
+	wantLoginRefused(t, p, target)
+}
+
+func TestPythonTLSPlainGMS(t *testing.T) { wantTLSOnly(t, pythonRunner(t)) }
