@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -14,10 +15,14 @@ import (
 // SQLAlchemy or PyMySQL cannot be imported.
 func pythonRunner(t *testing.T) clients.Python {
 	t.Helper()
-	p := clients.Python{Interpreter: os.Getenv("DPSQL_PYTHON")}
+	interp := os.Getenv("DPSQL_PYTHON")
+	if interp == "" {
+		interp = clients.DefaultPython
+	}
+	p := clients.Python{Interpreter: interp}
 	if out, err := p.Check(context.Background()); err != nil {
-		msg := "pandas, SQLAlchemy and PyMySQL not importable by " + clients.DefaultPython +
-			" (apt-get install python3-pandas python3-sqlalchemy python3-pymysql; .ci/run installs them): " + out
+		msg := fmt.Sprintf("pandas, SQLAlchemy and PyMySQL not importable by %s (apt-get install python3-pandas "+
+			"python3-sqlalchemy python3-pymysql; .ci/run installs them): %v %s", interp, err, out)
 		if testenv.CI() {
 			t.Fatal("required under CI: " + msg)
 		}
