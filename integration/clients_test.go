@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testenv"
 )
 
 // The statements every client runs against the plain go-mysql-server, and
@@ -68,19 +69,19 @@ func checkCommonRows(t *testing.T, res []clients.Result, prepared bool, wantItem
 	if r := res[3]; r.Error != nil || !reflect.DeepEqual(r.Cells(), [][]string{{"42"}}) {
 		t.Errorf("session variable: got rows %q error %v, want 42", r.Cells(), r.Error)
 	}
-	wantError(t, "unknown table", res[4], 1146)
-	wantError(t, "INSERT as a SELECT-only account", res[5], plainDeniedCode)
+	wantClientError(t, "unknown table", res[4], 1146)
+	wantClientError(t, "INSERT as a SELECT-only account", res[5], plainDeniedCode)
 }
 
-func wantError(t *testing.T, what string, r clients.Result, code int) {
+func wantClientError(t *testing.T, what string, r clients.Result, code int) {
 	t.Helper()
 	if r.Error == nil || r.Error.Code != code {
 		t.Errorf("%s: got rows %q error %v, want MySQL error %d", what, r.Cells(), r.Error, code)
 	}
 }
 
-// run runs the statements through the client and logs its runtime.
-func run(t *testing.T, c clients.Runner, target clients.Target, stmts []clients.Statement) []clients.Result {
+// runClient runs the statements through the client and logs its runtime.
+func runClient(t *testing.T, c clients.Runner, target clients.Target, stmts []clients.Statement) []clients.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -109,7 +110,7 @@ func wantLoginRefused(t *testing.T, c clients.Runner, target clients.Target) {
 func wantTLSOnly(t *testing.T, c clients.Runner) {
 	t.Helper()
 	target := startPlainGMS(t, plainOptions{TLS: true, RequireTLS: true})
-	res := run(t, c, target, []clients.Statement{clients.Query("SELECT name FROM items WHERE id = 1")})
+	res := runClient(t, c, target, []clients.Statement{clients.Query("SELECT name FROM items WHERE id = 1")})
 	if r := res[0]; r.Error != nil || !reflect.DeepEqual(r.Cells(), [][]string{{"apple"}}) {
 		t.Errorf("over TLS: got rows %q error %v", r.Cells(), r.Error)
 	}
@@ -123,7 +124,7 @@ func wantTLSOnly(t *testing.T, c clients.Runner) {
 
 func TestGoDriverPlainGMS(t *testing.T) {
 	target := startPlainGMS(t, plainOptions{})
-	checkCommon(t, run(t, clients.GoDriver{}, target, commonStatements), true)
+	checkCommon(t, runClient(t, clients.GoDriver{}, target, commonStatements), true)
 	wantLoginRefused(t, clients.GoDriver{}, target)
 }
 
@@ -132,7 +133,7 @@ func TestGoDriverTLSPlainGMS(t *testing.T) { wantTLSOnly(t, clients.GoDriver{}) 
 func TestMariaDBCLIBatchStdinPlainGMS(t *testing.T) {
 	c := clients.MariaDBCLI{Path: mysqlCLI(t), Stdin: true}
 	target := startPlainGMS(t, plainOptions{})
-	checkCommon(t, run(t, c, target, commonStatements), false)
+	checkCommon(t, runClient(t, c, target, commonStatements), false)
 	wantLoginRefused(t, c, target)
 }
 
@@ -141,7 +142,7 @@ func TestMariaDBCLIBatchExecutePlainGMS(t *testing.T) {
 	target := startPlainGMS(t, plainOptions{})
 	// -e stops at the first error: the two failing statements come last,
 	// so the first of them runs and the second is reported as not run.
-	res := run(t, c, target, commonStatements)
+	res := runClient(t, c, target, commonStatements)
 	if e := res[5].Error; e == nil || e.Code != 0 || !strings.Contains(e.Message, "not run") {
 		t.Errorf("statement after the first error in -e mode: got %v, want not run", e)
 	}
@@ -155,5 +156,5 @@ func TestMariaDBCLITLSPlainGMS(t *testing.T) {
 }
 
 func mysqlCLI(t *testing.T) string {
-	return testenvTool(t, "mysql", "apt-get install mariadb-client")
+	return testenv.Tool(t, "mysql", "apt-get install mariadb-client")
 }

@@ -53,7 +53,7 @@ func TestJDBCPlainGMS(t *testing.T) {
 	j := jdbcRunner(t)
 	target := startPlainGMS(t, plainOptions{View: true})
 	stmts := append(append([]clients.Statement{}, commonStatements...), jdbcMetadata(plainDB)...)
-	res := run(t, j, target, stmts)
+	res := runClient(t, j, target, stmts)
 	checkCommon(t, res[:len(commonStatements)], true)
 	meta := res[len(commonStatements):]
 	for i, r := range meta {
@@ -62,7 +62,7 @@ func TestJDBCPlainGMS(t *testing.T) {
 			t.Errorf("%v: %v", stmts[len(commonStatements)+i], r.Error)
 		}
 	}
-	if got := meta[1].Column("TABLE_CAT"); !contains(got, plainDB) {
+	if got := meta[1].Column("TABLE_CAT"); !containsString(got, plainDB) {
 		t.Errorf("getCatalogs: %q does not list %s", got, plainDB)
 	}
 	if got, types := meta[3].Column("TABLE_NAME"), meta[3].Column("TABLE_TYPE"); !reflect.DeepEqual(got, []string{"items", "cheap_items"}) ||
@@ -85,7 +85,7 @@ func TestJDBCPlainGMS(t *testing.T) {
 
 func TestJDBCTLSPlainGMS(t *testing.T) { wantTLSOnly(t, jdbcRunner(t)) }
 
-func contains(list []string, s string) bool {
+func containsString(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true

@@ -26,7 +26,7 @@ func nodeRunner(t *testing.T) clients.Node {
 func TestNodeMysql2PlainGMS(t *testing.T) {
 	n := nodeRunner(t)
 	target := startPlainGMS(t, plainOptions{})
-	checkCommon(t, run(t, n, target, commonStatements), true)
+	checkCommon(t, runClient(t, n, target, commonStatements), true)
 	wantLoginRefused(t, n, target)
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 
 	"github.com/dpsql/dpsql/integration/clients"
-	"github.com/dpsql/dpsql/internal/testenv"
 )
 
 // The plain go-mysql-server v0.20.0 that the client harnesses are validated
@@ -91,7 +90,7 @@ func startPlainGMS(t testing.TB, o plainOptions) clients.Target {
 	target := clients.Target{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port,
 		User: plainUser, Password: plainPassword, Database: plainDB}
 	if o.TLS {
-		cert, pemFile := selfSignedCert(t)
+		cert, pemFile := plainSelfSignedCert(t)
 		cfg.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 		target.TLS, target.CAFile = true, pemFile
 		cfg.RequireSecureTransport = o.RequireTLS
@@ -108,9 +107,9 @@ func startPlainGMS(t testing.TB, o plainOptions) clients.Target {
 	return target
 }
 
-// selfSignedCert makes a certificate for 127.0.0.1 and writes it as PEM (the
+// plainSelfSignedCert makes a certificate for 127.0.0.1 and writes it as PEM (the
 // CA file clients verify against).
-func selfSignedCert(t testing.TB) (tls.Certificate, string) {
+func plainSelfSignedCert(t testing.TB) (tls.Certificate, string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -138,5 +137,3 @@ func selfSignedCert(t testing.TB) (tls.Certificate, string) {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, p
 }
-
-func testenvTool(t testing.TB, name, install string) string { return testenv.Tool(t, name, install) }

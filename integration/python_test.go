@@ -38,7 +38,7 @@ func TestPythonPandasPlainGMS(t *testing.T) {
 	target := startPlainGMS(t, plainOptions{})
 	// pandas' read_sql converts DECIMAL values to float (coerce_float=True
 	// by default): 1.50 arrives as 1.5.
-	checkCommonRows(t, run(t, p, target, commonStatements), true, [][]string{
+	checkCommonRows(t, runClient(t, p, target, commonStatements), true, [][]string{
 		{"1", "apple", "1.5", "NULL"},
 		{"2", "crème brûlée", "7.25", "tab\there"},
 		{"3", "kiwi", "NULL", "line1\nline2"},
