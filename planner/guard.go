@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
-	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 	"github.com/dolthub/vitess/go/mysql"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/functions"
 )
