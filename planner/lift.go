@@ -101,6 +101,18 @@ func freshID() sql.ColumnId {
 
 // liftProject moves the DP_SET_UNION calls of p's projections into a GroupBy.
 func liftProject(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
+	for _, e := range p.Projections {
+		var err error
+		transform.InspectExpr(e, func(e sql.Expression) bool {
+			if su, ok := e.(*functions.SetUnion); ok {
+				err = checkArguments(su)
+			}
+			return err != nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	var lifted []sql.Expression
 	projections := make([]sql.Expression, len(p.Projections))
 	for i, e := range p.Projections {
@@ -108,9 +120,6 @@ func liftProject(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 			su, ok := e.(*functions.SetUnion)
 			if !ok {
 				return e, transform.SameTree, nil
-			}
-			if err := checkArguments(su); err != nil {
-				return nil, transform.SameTree, err
 			}
 			bound, err := su.Bind(ctx)
 			if err != nil {

@@ -68,12 +68,14 @@ const RuleIDBase analyzer.RuleId = 1000
 // Rule ids.
 const (
 	LiftSetUnionID = RuleIDBase + iota
+	EmptyLimitZeroID
 )
 
 // Rules returns dpsql's rules for plain (ungoverned) engines.
 func Rules() []Rule {
 	return []Rule{
 		{ID: LiftSetUnionID, Name: "lift_dp_set_union", Batch: PreAnalyze, Apply: LiftSetUnion},
+		{ID: EmptyLimitZeroID, Name: "empty_limit_zero", Batch: PreAnalyze, Apply: EmptyLimitZero},
 	}
 }
 

@@ -54,6 +54,7 @@ var (
 	_ sql.StatisticsTable = (*Table)(nil)
 	_ sql.ProjectedTable  = (*Table)(nil)
 	_ sql.CommentedTable  = (*Table)(nil)
+	_ sql.PrimaryKeyTable = (*Table)(nil)
 )
 
 func newTable(name, comment string, cols []Column, data []column, rows int) *Table {
@@ -99,6 +100,14 @@ func (t *Table) Schema() sql.Schema {
 		return t.projSchema
 	}
 	return t.schema
+}
+
+// PrimaryKeySchema implements sql.PrimaryKeyTable: the full schema and no
+// key (tables are keyless). go-mysql-server v0.20.0 needs it to map column
+// ids to positions once WithProjections has pruned columns: without it,
+// a projected non-key table's columns are taken to be its first ones.
+func (t *Table) PrimaryKeySchema() sql.PrimaryKeySchema {
+	return sql.NewPrimaryKeySchema(t.schema)
 }
 
 // Collation implements sql.Table.
