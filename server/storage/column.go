@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 	"unsafe"
 )
@@ -129,6 +130,25 @@ func newColumnBuilder(c Column) *ColumnBuilder {
 		b.dict = make(map[string]uint32)
 	}
 	return b
+}
+
+// Reserve makes room for n more values, of which about distinct new
+// distinct strings (TEXT), to spare regrowth when the size is known.
+func (b *ColumnBuilder) Reserve(n, distinct int) {
+	switch b.col.Type {
+	case Text:
+		b.codes = slices.Grow(b.codes, n)
+		if len(b.dict) == 0 && distinct > 0 {
+			b.dict = make(map[string]uint32, distinct)
+		}
+		b.strs = slices.Grow(b.strs, distinct)
+	case BigInt:
+		b.ints = slices.Grow(b.ints, n)
+	case Double:
+		b.flts = slices.Grow(b.flts, n)
+	default:
+		b.times = slices.Grow(b.times, n)
+	}
 }
 
 // Column returns the column's description.
