@@ -202,10 +202,12 @@ func (f *SetUnion) NewWindowFunction() (sql.WindowFunction, error) {
 	return nil, ErrWindow()
 }
 
-// ErrWindow is the error for DP_SET_UNION(…) OVER (…).
+// WindowMessage explains why DP_SET_UNION(…) OVER (…) is refused.
+const WindowMessage = "DP_SET_UNION cannot be used as a window function (OVER): each window would be a separate release; use it as an aggregate over the whole query"
+
+// ErrWindow is the error for DP_SET_UNION(…) OVER (…) (MySQL error 1235).
 func ErrWindow() error {
-	return mysql.NewSQLError(mysql.ERNotSupportedYet, mysql.SSClientError,
-		"DP_SET_UNION cannot be used as a window function (OVER): each window would be a separate release; use it as an aggregate over the whole query")
+	return mysql.NewSQLError(mysql.ERNotSupportedYet, mysql.SSClientError, "%s", WindowMessage)
 }
 
 // Eval implements sql.Expression. It is reached only when the engine lacks

@@ -2,10 +2,11 @@ package planner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
-	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/functions"
@@ -25,7 +26,10 @@ type Check func(stmt ast.Statement, text string, err error) error
 //
 // A refused statement is returned as a nil statement with the error: the
 // server's handler pre-parses multi-statement queries and ignores the error,
-// then the planbuilder parses again and reports it (GMS_NOTES §3.5).
+// then the planbuilder parses again and reports it (GMS_NOTES §3.5). The
+// planbuilder wraps every parser error as a syntax error, which clients
+// receive as MySQL error 1105 with the check's message, so checks return
+// plain errors.
 type GuardParser struct {
 	Inner  sql.Parser
 	Checks []Check
@@ -120,7 +124,7 @@ func CallCheck(_ ast.Statement, text string, _ error) error {
 			return nil
 		}
 		if closedCall && typ == ast.OVER {
-			return functions.ErrWindow()
+			return errors.New(functions.WindowMessage)
 		}
 		closedCall = false
 		if afterOpen && typ == ast.DISTINCT {
@@ -144,13 +148,11 @@ func CallCheck(_ ast.Statement, text string, _ error) error {
 				stack = stack[:n-1]
 				if f.name == functions.SetUnionName {
 					if f.distinct {
-						return mysql.NewSQLError(mysql.ERNotSupportedYet, mysql.SSClientError,
-							"DP_SET_UNION does not take DISTINCT: it already counts each (privacy unit, item) pair once; write DP_SET_UNION(item, privacy_unit [, 'options'])")
+						return errors.New("DP_SET_UNION does not take DISTINCT: it already counts each (privacy unit, item) pair once; write DP_SET_UNION(item, privacy_unit [, 'options'])")
 					}
 					closedCall = true
 				} else if f.distinct && f.args > 1 && !builtinAggregates[f.name] {
-					return mysql.NewSQLError(mysql.ERParseError, mysql.SSClientError,
-						"function %s does not take DISTINCT: DISTINCT is only allowed in aggregate functions", strings.ToUpper(f.name))
+					return fmt.Errorf("function %s does not take DISTINCT: DISTINCT is only allowed in aggregate functions", strings.ToUpper(f.name))
 				}
 			}
 			depth--
