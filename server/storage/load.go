@@ -66,7 +66,8 @@ type LoadOptions struct {
 	// names come from a NamedSource, a header row, or are c1, c2, ….
 	Columns []ColumnSpec
 	// Header says whether the first row is a header. With Columns and
-	// HeaderAuto, a first row equal to the column names is skipped.
+	// HeaderAuto, the first row is skipped when it equals the column names
+	// or when it does not fit the declared types while the second row does.
 	Header Header
 	// SampleRows is the number of rows types are inferred from (default
 	// 10,000).
@@ -162,7 +163,7 @@ func Load(name string, src RowSource, opts LoadOptions) (*Table, LoadInfo, error
 		case HeaderYes:
 			header = len(sample) > 0
 		case HeaderAuto:
-			header = len(sample) > 0 && rowEquals(sample[0], names)
+			header = len(sample) > 0 && (rowEquals(sample[0], names) || typedHeader(sample, specs))
 		}
 	default:
 		if ns, ok := src.(NamedSource); ok {
@@ -308,6 +309,24 @@ func rowEquals(row [][]byte, names []string) bool {
 		}
 	}
 	return true
+}
+
+// typedHeader reports whether the first row fails the declared types while
+// the second row fits them: a header with other names than the declared
+// ones.
+func typedHeader(sample [][][]byte, specs []ColumnSpec) bool {
+	if len(sample) < 2 {
+		return false
+	}
+	fits := func(row [][]byte) bool {
+		for i, c := range specs {
+			if c.Typed && i < len(row) && !isNull(c.Type, row[i]) && !parses(c.Type, row[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return !fits(sample[0]) && fits(sample[1])
 }
 
 // detectHeader implements the header rule documented on Load.
