@@ -444,7 +444,9 @@ func (t *texter) text(ctx *sql.Context, v any) (s string, b []byte, err error) {
 }
 
 // slow formats v through its type's wire encoding (dates, decimals,
-// floats, JSON, enums, …), falling back to a LONGTEXT conversion.
+// floats, JSON, enums, …), falling back to a LONGTEXT conversion and then
+// to Go's formatting. It never fails: an error here would depend on one
+// row's value, and an error message must not carry protected data.
 func (t *texter) slow(ctx *sql.Context, v any) (string, []byte, error) {
 	if t.typ != nil {
 		if sv, err := t.typ.SQL(ctx, t.buf[:0], v); err == nil && !sv.IsNull() {
@@ -452,10 +454,10 @@ func (t *texter) slow(ctx *sql.Context, v any) (string, []byte, error) {
 			return "", t.buf, nil
 		}
 	}
-	c, _, err := types.LongText.Convert(ctx, v)
-	if err != nil {
-		return "", nil, fmt.Errorf("DP_SET_UNION: cannot convert %v (%T) to text: %w", v, v, err)
+	if c, _, err := types.LongText.Convert(ctx, v); err == nil {
+		if s, ok := c.(string); ok {
+			return s, nil, nil
+		}
 	}
-	s, _ := c.(string)
-	return s, nil, nil
+	return fmt.Sprint(v), nil, nil
 }

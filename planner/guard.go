@@ -38,12 +38,12 @@ type GuardParser struct {
 var _ sql.Parser = (*GuardParser)(nil)
 
 // NewGuardParser returns a guard around inner (sql.GlobalParser if nil)
-// with dpsql's checks (CallCheck) followed by extra ones.
+// with dpsql's checks (CallCheck, OrderByCheck) followed by extra ones.
 func NewGuardParser(inner sql.Parser, extra ...Check) *GuardParser {
 	if inner == nil {
 		inner = sql.GlobalParser
 	}
-	return &GuardParser{Inner: inner, Checks: append([]Check{CallCheck}, extra...)}
+	return &GuardParser{Inner: inner, Checks: append([]Check{CallCheck, OrderByCheck}, extra...)}
 }
 
 func (g *GuardParser) check(stmt ast.Statement, text string, err error) error {
@@ -159,6 +159,34 @@ func CallCheck(_ ast.Statement, text string, _ error) error {
 		}
 		prevType, prevVal = typ, string(val)
 	}
+}
+
+// OrderByCheck refuses DP_SET_UNION calls written inside ORDER BY, which
+// the planbuilder cannot resolve ("faild to ref aggregate expression"):
+// DP_SET_UNION without GROUP BY yields one row, so there is nothing to
+// order. (ORDER BY over its alias is accepted and dropped by the planner.)
+func OrderByCheck(stmt ast.Statement, _ string, _ error) error {
+	if stmt == nil {
+		return nil
+	}
+	var found bool
+	_ = ast.Walk(func(n ast.SQLNode) (bool, error) {
+		ob, ok := n.(ast.OrderBy)
+		if !ok {
+			return !found, nil
+		}
+		_ = ast.Walk(func(n ast.SQLNode) (bool, error) {
+			if f, ok := n.(*ast.FuncExpr); ok && f.Name.Lowered() == functions.SetUnionName {
+				found = true
+			}
+			return !found, nil
+		}, ob)
+		return false, nil
+	}, stmt)
+	if found {
+		return errors.New("DP_SET_UNION cannot be used in ORDER BY: without GROUP BY the query returns one row, so drop the ORDER BY")
+	}
+	return nil
 }
 
 // builtinAggregates are the names go-mysql-server v0.20.0 plans as

@@ -44,6 +44,10 @@ func lift(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error
 	if err := checkHaving(n); err != nil {
 		return nil, transform.SameTree, err
 	}
+	n, _, err := transform.NodeWithOpaque(n, dropOrderBy)
+	if err != nil {
+		return nil, transform.SameTree, err
+	}
 	out, same, err := transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 		n, same, err := liftSubqueries(ctx, n)
 		if err != nil {
@@ -66,6 +70,53 @@ func lift(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error
 		return nil, transform.SameTree, err
 	}
 	return out, same, nil
+}
+
+// dropOrderBy removes ORDER BY from a query block that DP_SET_UNION makes
+// an aggregate without GROUP BY: its result is at most one row, so the
+// order is moot. The planbuilder plans ORDER BY over a SELECT-list alias as
+// Project(Sort(Project(pass-through columns + aliases, child))), with the
+// outer Project restating every expression of the inner one; the rule
+// keeps the outer Project directly over the child. (With GROUP BY the
+// block is refused anyway.)
+func dropOrderBy(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+	p, ok := n.(*plan.Project)
+	if !ok {
+		return n, transform.SameTree, nil
+	}
+	s, ok := p.Child.(*plan.Sort)
+	if !ok {
+		return n, transform.SameTree, nil
+	}
+	child := s.Child
+	inner, hasInner := child.(*plan.Project)
+	if !exprsContainSetUnion(p.Projections) && !(hasInner && exprsContainSetUnion(inner.Projections)) {
+		return n, transform.SameTree, nil
+	}
+	if hasInner {
+		// The outer projections must not refer to columns only the inner
+		// Project makes (its aliases); restated expressions are fine.
+		made := map[sql.ColumnId]bool{}
+		for _, e := range inner.Projections {
+			if a, ok := e.(*expression.Alias); ok {
+				made[a.Id()] = true
+			}
+		}
+		for _, e := range p.Projections {
+			if transform.InspectExpr(e, func(e sql.Expression) bool {
+				gf, ok := e.(*expression.GetField)
+				return ok && made[gf.Id()]
+			}) {
+				return nil, transform.SameTree, errOrderBy()
+			}
+		}
+		child = inner.Child
+	}
+	np, err := p.WithChildren(child)
+	if err != nil {
+		return nil, transform.SameTree, err
+	}
+	return np, transform.NewTree, nil
 }
 
 // liftSubqueries applies the rule to the plans of n's expression subqueries
@@ -428,6 +479,11 @@ func errGroupBy() error {
 func errHaving() error {
 	return mysql.NewSQLError(mysql.ERNotSupportedYet, mysql.SSClientError,
 		"DP_SET_UNION cannot be used with HAVING: filter in an outer query instead, e.g. SELECT j FROM (SELECT DP_SET_UNION(item, user_id) AS j FROM t) s WHERE JSON_LENGTH(j) > 0")
+}
+
+func errOrderBy() error {
+	return mysql.NewSQLError(mysql.ERNotSupportedYet, mysql.SSClientError,
+		"DP_SET_UNION cannot be used with this ORDER BY: the query returns one row, so drop the ORDER BY")
 }
 
 func errOtherAggregates() error {

@@ -194,6 +194,18 @@ func setUnionScripts() []queries.ScriptTest {
 					Expected: []sql.Row{{js(released)}},
 				},
 				{
+					Query:    "SELECT COUNT(*) AS c, DP_SET_UNION(item, user_id) AS j FROM visits ORDER BY c",
+					Expected: []sql.Row{{2210, js(released)}},
+				},
+				{
+					Query:    "SELECT DP_SET_UNION(item, user_id) AS j FROM visits ORDER BY j LIMIT 5",
+					Expected: []sql.Row{{js(released)}},
+				},
+				{
+					Query:    "SELECT DP_SET_UNION(item, user_id) AS j FROM visits ORDER BY 1",
+					Expected: []sql.Row{{js(released)}},
+				},
+				{
 					Query:    "SELECT DP_SET_UNION(item, user_id) FROM visits LIMIT 0",
 					Expected: []sql.Row{},
 				},
@@ -419,6 +431,10 @@ func setUnionScripts() []queries.ScriptTest {
 				{
 					Query:          "SELECT item, DP_SET_UNION(item, user_id) FROM visits",
 					ExpectedErrStr: errs("In aggregated query without GROUP BY, expression #1 of SELECT list contains nonaggregated column 'visits.item'; DP_SET_UNION makes the query an aggregate, so every other column of the SELECT list must be inside an aggregate", 1140, "42000"),
+				},
+				{
+					Query:          "SELECT DP_SET_UNION(item, user_id) FROM visits ORDER BY DP_SET_UNION(item, user_id)",
+					ExpectedErrStr: "DP_SET_UNION cannot be used in ORDER BY: without GROUP BY the query returns one row, so drop the ORDER BY",
 				},
 				{
 					Query:          "SELECT * FROM visits WHERE JSON_LENGTH(DP_SET_UNION(item, user_id)) > 0",
