@@ -148,8 +148,9 @@ func ParseInt(v string) (int, error) {
 }
 
 // AlphaDefault is the value of alpha (the dp_alpha variable or the alpha
-// option) that selects the mechanism's default cutoff parameter: 5 for
-// policy_gaussian_l1, 3 for the other policies and the greedy mechanisms.
+// option) that selects the mechanism's default cutoff parameter
+// (setunion.Mechanism.DefaultAlpha: 3 for the policies and the greedy
+// mechanisms).
 const AlphaDefault = -1.0
 
 // SetUnionParams are the DP set union options as SQL sees them: the core's

@@ -37,7 +37,7 @@ func TestBufferSkipsNulls(t *testing.T) {
 		}
 	}
 	st := buf.(*setUnionBuffer).b.Group()
-	if st.Rows != 3 || st.Users != 2 || st.DistinctItems != 2 {
+	if st.Occurrences != 3 || st.Users != 2 || st.DistinctItems != 2 {
 		t.Fatalf("stats %+v, want 3 rows of 2 users over 2 items", st)
 	}
 	v, err := buf.Eval(ctx)
@@ -59,7 +59,7 @@ func TestBufferSkipsNulls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := buf2.(*setUnionBuffer).b.Group(); st.Rows != 1 || st.Users != 1 {
+	if st := buf2.(*setUnionBuffer).b.Group(); st.Occurrences != 1 || st.Users != 1 {
 		t.Fatalf("stats %+v, want the empty unit dropped", st)
 	}
 }

@@ -234,7 +234,7 @@ func setUnionScripts() []queries.ScriptTest {
 			Name: "options and session variables",
 			Assertions: []queries.ScriptTestAssertion{
 				{
-					Query:    "SELECT DP_SET_UNION(item, user_id, 'epsilon=1, delta=1e-6, max_items=50, mechanism=policy_gaussian_l1, alpha=5, rounds=3') FROM visits",
+					Query:    "SELECT DP_SET_UNION(item, user_id, 'epsilon=1, delta=1e-6, max_items=50, mechanism=policy_gaussian_l2, alpha=5, rounds=3') FROM visits",
 					Expected: []sql.Row{{js(released)}},
 				},
 				{
@@ -251,7 +251,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:    "SELECT @@dp_epsilon, @@dp_delta, @@dp_max_items, @@dp_mechanism, @@dp_alpha, @@dp_rounds",
-					Expected: []sql.Row{{setunion.DefaultEpsilon, setunion.DefaultDelta, int64(setunion.DefaultMaxItems), "policy_gaussian_l1", -1.0, int64(setunion.DefaultRounds)}},
+					Expected: []sql.Row{{setunion.DefaultEpsilon, setunion.DefaultDelta, int64(setunion.DefaultMaxItems), string(setunion.DefaultMechanism), -1.0, int64(setunion.DefaultRounds)}},
 				},
 				{Query: "SET dp_epsilon = 0.5", Expected: []sql.Row{{}}},
 				{Query: "SET @@session.dp_mechanism = 'dp_sips', dp_rounds = 2, dp_alpha = 4, dp_max_items = 20, dp_delta = 1e-8", Expected: []sql.Row{{}}},
@@ -289,6 +289,10 @@ func setUnionScripts() []queries.ScriptTest {
 					ExpectedErrStr: errs("Variable 'dp_mechanism' can't be set to the value of 'greedy_public': mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)", 1231, "42000"),
 				},
 				{
+					Query:          "SET dp_mechanism = 'policy_gaussian_l1'",
+					ExpectedErrStr: errs("Variable 'dp_mechanism' can't be set to the value of 'policy_gaussian_l1': "+setunion.PolicyGaussianL1.Disabled().Error(), 1231, "42000"),
+				},
+				{
 					Query:          "SET dp_alpha = -2",
 					ExpectedErrStr: errs("Variable 'dp_alpha' can't be set to the value of '-2': alpha must be a finite number ≥ 0, or -1 for the mechanism's default, got -2", 1231, "42000"),
 				},
@@ -311,7 +315,7 @@ func setUnionScripts() []queries.ScriptTest {
 			Assertions: func() []queries.ScriptTestAssertion {
 				var out []queries.ScriptTestAssertion
 				for _, m := range setunion.Mechanisms() {
-					if m == setunion.GreedyPublic {
+					if m == setunion.GreedyPublic || m.Disabled() != nil {
 						continue
 					}
 					out = append(out, queries.ScriptTestAssertion{
@@ -387,6 +391,10 @@ func setUnionScripts() []queries.ScriptTest {
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, 'mechanism=greedy_public') FROM visits",
 					ExpectedErrStr: errs("DP_SET_UNION: mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)", 1210, "HY000"),
+				},
+				{
+					Query:          "SELECT DP_SET_UNION(item, user_id, 'mechanism=policy_gaussian_l1') FROM visits",
+					ExpectedErrStr: errs("DP_SET_UNION: "+setunion.PolicyGaussianL1.Disabled().Error(), 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, 'alpha=-3') FROM visits",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"database/sql"
 	"encoding/json"
 	"io"
@@ -17,14 +16,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
-func runCmd(args ...string) (code int, stdout, stderr string) {
-	var o, e bytes.Buffer
-	code = run(args, &o, &e)
-	return code, o.String(), e.String()
-}
-
 func TestQueryDemo(t *testing.T) {
-	code, out, errOut := runCmd("query", "-e", "SELECT DP_SET_UNION(word, user_id) AS words FROM demo.words")
+	code, out, errOut := runCmd(t, "query", "-e", "SELECT DP_SET_UNION(word, user_id) AS words FROM demo.words")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -35,7 +28,7 @@ func TestQueryDemo(t *testing.T) {
 		t.Fatalf("table output:\n%s", out)
 	}
 
-	code, out, errOut = runCmd("query", "--quiet", "--format", "json", "-e", "SELECT DP_SET_UNION(word, user_id) AS j, 1 AS one, NULL AS n FROM words; SELECT body FROM posts LIMIT 2")
+	code, out, errOut = runCmd(t, "query", "--quiet", "--format", "json", "-e", "SELECT DP_SET_UNION(word, user_id) AS j, 1 AS one, NULL AS n FROM words; SELECT body FROM posts LIMIT 2")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -69,7 +62,7 @@ func TestQueryLoadAndFormats(t *testing.T) {
 	sqlFile := filepath.Join(dir, "q.sql")
 	os.WriteFile(sqlFile, []byte("SELECT DP_SET_UNION(item, user_id) FROM visits;\nSELECT day, COUNT(*) FROM visits GROUP BY day ORDER BY day;\n"), 0o644)
 
-	code, out, errOut := runCmd("query", "--no-demo", "--load", "visits="+path, "--format", "tsv", "-f", sqlFile)
+	code, out, errOut := runCmd(t, "query", "--no-demo", "--load", "visits="+path, "--format", "tsv", "-f", sqlFile)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -81,7 +74,7 @@ func TestQueryLoadAndFormats(t *testing.T) {
 		t.Fatalf("tsv output:\n%q\nwant\n%q", out, want)
 	}
 	// TSV escapes like mysql --batch.
-	code, out, _ = runCmd("query", "--quiet", "--no-demo", "--load", "sales.v(u BIGINT, item, day TEXT)="+path, "--db", "sales", "--format", "tsv", "-e", "SELECT item FROM v WHERE u = 7 AND day IS NULL")
+	code, out, _ = runCmd(t, "query", "--quiet", "--no-demo", "--load", "sales.v(u BIGINT, item, day TEXT)="+path, "--db", "sales", "--format", "tsv", "-e", "SELECT item FROM v WHERE u = 7 AND day IS NULL")
 	if code != 0 || out != "item\ntab\\\\there\n" {
 		t.Fatalf("exit %d, output %q", code, out)
 	}
@@ -101,7 +94,7 @@ func TestQueryErrors(t *testing.T) {
 		{[]string{"query", "--quiet", "-e", "SELECT DP_SET_UNION(DISTINCT word, user_id) FROM words"}, 1, "ERROR 1105 (HY000): DP_SET_UNION does not take DISTINCT"},
 		{[]string{"query", "--quiet", "--db", "nope", "-e", "SELECT 1"}, 2, "--db nope: no such database"},
 	} {
-		code, _, errOut := runCmd(c.args...)
+		code, _, errOut := runCmd(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", c.args, code, errOut, c.code, c.msg)
 		}

@@ -21,6 +21,7 @@ type unionSummary struct {
 	setunion.Calibration
 	Input          string  `json:"input"`
 	Rows           int64   `json:"rows"`
+	Occurrences    int64   `json:"occurrences"`
 	Users          int     `json:"users"`
 	Pairs          int64   `json:"pairs"`
 	DistinctItems  int     `json:"distinct_items"`
@@ -88,7 +89,6 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_ = rows
 	readDone := time.Now()
 	b.Group()
 	groupDone := time.Now()
@@ -116,7 +116,8 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	return cli.WriteJSON(stderr, unionSummary{
 		Calibration:    b.Calibration(),
 		Input:          in.Input,
-		Rows:           res.Stats.Rows,
+		Rows:           rows,
+		Occurrences:    res.Stats.Occurrences,
 		Users:          res.Stats.Users,
 		Pairs:          res.Stats.Pairs,
 		DistinctItems:  res.Stats.DistinctItems,

@@ -33,9 +33,9 @@ type Builder struct {
 	itemNames []string
 	// lists[u] holds user u's entries item<<32 | count; clean[u] is the length
 	// of its sorted, deduplicated prefix.
-	lists [][]uint64
-	clean []int32
-	rows  int64
+	lists       [][]uint64
+	clean       []int32
+	occurrences int64
 }
 
 // NewBuilder validates o and returns an empty builder.
@@ -59,6 +59,9 @@ func NewBuilder(o Options) (*Builder, error) {
 // argument for cal; only its shape is checked here.
 func NewCalibratedBuilder(cal Calibration) (*Builder, error) {
 	if _, err := ParseMechanism(string(cal.Mechanism)); err != nil {
+		return nil, err
+	}
+	if err := cal.Mechanism.Disabled(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -155,7 +158,7 @@ func (b *Builder) item(name string) uint32 {
 }
 
 func (b *Builder) add(u, i uint32) {
-	b.rows++
+	b.occurrences++
 	l := append(b.lists[u], uint64(i)<<32|1)
 	if len(l) >= 2*int(b.clean[u])+32 {
 		l = compact(l)
@@ -184,8 +187,9 @@ func compact(l []uint64) []uint64 {
 // it is for the operator who ran a batch job on data they hold, never for an
 // analyst of a protected table.
 type Stats struct {
-	// Rows is the number of pairs added with a non-empty privacy unit.
-	Rows int64 `json:"rows"`
+	// Occurrences is the number of pairs added with a non-empty privacy
+	// unit, duplicates included.
+	Occurrences int64 `json:"occurrences"`
 	// Users is the number of distinct privacy units.
 	Users int `json:"users"`
 	// Pairs is the number of distinct (user, item) pairs.
@@ -207,7 +211,7 @@ func (b *Builder) Group() Stats {
 		}
 		pairs += int64(len(l))
 	}
-	return Stats{Rows: b.rows, Users: len(b.userNames), Pairs: pairs, DistinctItems: len(b.itemNames)}
+	return Stats{Occurrences: b.occurrences, Users: len(b.userNames), Pairs: pairs, DistinctItems: len(b.itemNames)}
 }
 
 // Result is the outcome of a release.

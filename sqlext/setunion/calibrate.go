@@ -86,7 +86,7 @@ func Calibrate(o Options) (Calibration, error) {
 		c.Rho = noise.GreedyThreshold(c.Scale, o.Delta)
 	case SingleItem:
 		c.MaxItems = 1
-		c.pi = singleItemTable(o.Epsilon, o.Delta)
+		c.pi, _ = singleItemTable(o.Epsilon, o.Delta)
 		for n, p := range c.pi {
 			if p >= 0.5 {
 				c.Rho = float64(n)
@@ -135,20 +135,33 @@ func sipsRounds(sigmaStar, delta float64, maxItems, rounds int) []Round {
 //
 //	π(0) = 0, π(n) = min(e^ε·π(n−1) + δ, 1 − e^(−ε)·(1 − π(n−1) − δ), 1).
 //
-// 1 − π(n) shrinks at least geometrically once the second term binds, so the
-// table is finite: about (1/ε)·ln(1/δ) entries.
-func singleItemTable(eps, delta float64) []float64 {
-	pi := []float64{0}
+// It also returns q(n) = 1 − π(n), tracked directly as
+// q(n) = max(1 − e^ε·π(n−1) − δ, e^(−ε)·(q(n−1) − δ), 0) so that the upper
+// branch keeps full relative precision near π = 1. 1 − π(n) shrinks at least
+// geometrically once that branch binds, so the table is finite: about
+// (1/ε)·ln(1/δ) entries.
+func singleItemTable(eps, delta float64) (pi, q []float64) {
+	pi, q = []float64{0}, []float64{1}
 	ee, ie := math.Exp(eps), math.Exp(-eps)
 	for pi[len(pi)-1] < 1 {
-		p := pi[len(pi)-1]
-		next := math.Min(math.Min(ee*p+delta, 1-ie*(1-p-delta)), 1)
-		if next <= p { // cannot happen for ε > 0, δ > 0; guards float stagnation
-			next = 1
+		p, qp := pi[len(pi)-1], q[len(q)-1]
+		low := ee*p + delta      // π via the lower constraint
+		upQ := ie * (qp - delta) // 1 − π via the upper constraint
+		var np, nq float64
+		switch {
+		case upQ <= 0:
+			np, nq = 1, 0
+		case low <= 1-upQ:
+			np, nq = low, 1-low
+		default:
+			np, nq = 1-upQ, upQ
 		}
-		pi = append(pi, next)
+		if np <= p { // cannot happen for ε > 0, δ > 0; guards float stagnation
+			np, nq = 1, 0
+		}
+		pi, q = append(pi, np), append(q, nq)
 	}
-	return pi
+	return pi, q
 }
 
 // ReleaseProbability returns P(w + Z > ρ), the probability that an item of

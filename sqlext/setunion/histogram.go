@@ -15,7 +15,9 @@ import (
 // mechanisms, ℓ2 for the Gaussian ones), and the sequential rules are
 // contractive: running the same later users on two histograms never increases
 // their distance in that norm (Gopi et al. 2020, Theorem 1.1; Carvalho et al.
-// 2022, Lemma 1). That is what the property tests check.
+// 2022, Lemma 1). That is what the property tests check — and what the
+// ℓ1-descent rule with an ℓ2 budget (policy_gaussian_l1) fails; see the
+// package documentation.
 type Histogram struct {
 	// W holds the weights, indexed by item id.
 	W []float64

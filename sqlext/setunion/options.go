@@ -20,12 +20,28 @@
 //	weighted_laplace    H[u] += 1/|W|, Laplace λ = 1/ε
 //	weighted_gaussian   H[u] += 1/√|W|, Gaussian σ(Δ2 = 1)
 //	policy_laplace      ℓ1-descent with ℓ1 budget (Gopi et al. Alg. 3), Laplace
-//	policy_gaussian_l2  ℓ2-descent with ℓ2 budget (journal Alg. 7), Gaussian
-//	policy_gaussian_l1  ℓ1-descent with ℓ2 budget (journal Alg. 8), Gaussian (default)
+//	policy_gaussian_l2  ℓ2-descent with ℓ2 budget (journal Alg. 7), Gaussian (default)
+//	policy_gaussian_l1  ℓ1-descent with ℓ2 budget (journal Alg. 8): disabled, see below
 //	greedy_frequency    GW: greedy by the user's own item counts, no Δ0, Laplace
 //	greedy_public       GW-KT: greedy by a public frequency table, no Δ0, Laplace
 //	single_item         Δ0 = 1 with the optimal release probability π(n) (Desfontaines et al.)
 //	dp_sips             R rounds of weighted Gaussian (Swanberg et al. 2023)
+//
+// # policy_gaussian_l1 is disabled
+//
+// The journal version of Gopi et al. (2021, Proposition 5.1) claims that the
+// ℓ1-descent update with an ℓ2 budget (Algorithm 8) is ℓ2-contractive. It is
+// not, and the neighbouring-database property test of this package finds
+// counter-examples: with Γ = 2.819, users {1,2,0}, {2,1,0}, then the added
+// user {2,0,1}, then {1,2} and {1,0} (all Δ0 ≤ 3), the two final histograms are
+// 1.0141 apart in ℓ2; an adversarial search reaches 1.19 with four items. The
+// proof's Jacobian [[0, 0], [B, I]] has a non-zero block B (the uncapped
+// items' level λ depends on the capped items' gaps g), and its spectral norm
+// is √(1 + ‖g‖²/(1 − ‖g‖²)) > 1, unbounded as ‖g‖₂ → 1. Noise calibrated to
+// sensitivity 1 therefore does not give (ε, δ)-DP, so Validate refuses the
+// mechanism; Policy Gaussian with ℓ2-descent (Lemma 5.2, whose geometric proof
+// holds and whose property test passes) is the default instead. The update
+// rule stays in Histogram so that the finding remains testable.
 package setunion
 
 import (
@@ -115,9 +131,9 @@ func (m Mechanism) Bounded() bool {
 	return m != GreedyFrequency && m != GreedyPublic
 }
 
-// DefaultAlpha is the cutoff parameter α of the papers' best settings: 5 for
-// Policy Gaussian ℓ1, 3 for the other policies and the greedy mechanisms, 0
-// (unused) for mechanisms without a cutoff.
+// DefaultAlpha is the cutoff parameter α of the papers' best settings: 3 for
+// the policies and the greedy mechanisms (5 for the disabled Policy Gaussian
+// ℓ1), 0 (unused) for mechanisms without a cutoff.
 func (m Mechanism) DefaultAlpha() float64 {
 	switch m {
 	case PolicyGaussianL1:
@@ -131,6 +147,15 @@ func (m Mechanism) DefaultAlpha() float64 {
 // HasCutoff reports whether m uses the cutoff Γ = ρ + α·scale.
 func (m Mechanism) HasCutoff() bool { return m.Sequential() }
 
+// Disabled returns why m must not be used for a private release, or nil.
+func (m Mechanism) Disabled() error {
+	if m == PolicyGaussianL1 {
+		return fmt.Errorf("mechanism policy_gaussian_l1 is disabled: its ℓ2-contractivity claim (Gopi et al. 2021, Prop. 5.1) is false — " +
+			"one user can move its histogram by more than 1 in ℓ2, so the calibrated noise does not give (ε, δ)-DP; use policy_gaussian_l2 (the default)")
+	}
+	return nil
+}
+
 // Limits on options that keep calibration cheap and arithmetic exact.
 const (
 	// MaxMaxItems bounds Δ0; calibration takes a maximum over t = 1..Δ0.
@@ -142,7 +167,7 @@ const (
 // Options configures one release. Start from Defaults and override fields;
 // Validate reports what is wrong before any data is touched.
 type Options struct {
-	// Mechanism to run; Defaults sets PolicyGaussianL1.
+	// Mechanism to run; Defaults sets DefaultMechanism.
 	Mechanism Mechanism
 	// Epsilon is the privacy parameter ε > 0 (finite).
 	Epsilon float64
@@ -160,21 +185,26 @@ type Options struct {
 	// (item -> frequency; unseen items count 1). It must not be derived from
 	// the protected data.
 	Public map[string]float64
+
+	// unsafeResearch lets this package's own tests run a disabled mechanism
+	// to measure it; it cannot be set from outside.
+	unsafeResearch bool
 }
 
 // Default values of Defaults.
 const (
-	DefaultEpsilon  = 1.0
-	DefaultDelta    = 1e-6
-	DefaultMaxItems = 100
-	DefaultRounds   = 3
+	DefaultMechanism = PolicyGaussianL2
+	DefaultEpsilon   = 1.0
+	DefaultDelta     = 1e-6
+	DefaultMaxItems  = 100
+	DefaultRounds    = 3
 )
 
-// Defaults returns the default options: policy_gaussian_l1, ε = 1, δ = 1e-6,
+// Defaults returns the default options: policy_gaussian_l2, ε = 1, δ = 1e-6,
 // Δ0 = 100, α = the mechanism's default, 3 DP-SIPS rounds.
 func Defaults() Options {
 	return Options{
-		Mechanism: PolicyGaussianL1,
+		Mechanism: DefaultMechanism,
 		Epsilon:   DefaultEpsilon,
 		Delta:     DefaultDelta,
 		MaxItems:  DefaultMaxItems,
@@ -197,6 +227,9 @@ func (o Options) alpha() float64 {
 // parameter, the value given and the values allowed.
 func (o Options) Validate() error {
 	if _, err := ParseMechanism(string(o.Mechanism)); err != nil {
+		return err
+	}
+	if err := o.Mechanism.Disabled(); err != nil && !o.unsafeResearch {
 		return err
 	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {

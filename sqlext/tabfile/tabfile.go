@@ -1,21 +1,25 @@
-// Package tabfile reads delimited text files (TSV or CSV, optionally gzip
-// compressed) row by row, fast and without SQL. It is shared by the batch
-// commands and the data loaders.
+// Package tabfile reads data files row by row, fast and without SQL: TSV and
+// CSV (optionally gzip compressed) through Reader, and all formats — TSV,
+// CSV, JSON lines (optionally gzip compressed) and Parquet — through the
+// Source interface of OpenSource, which also selects columns and represents
+// NULL. It is shared by the batch commands and the data loaders.
 //
 // TSV is split on tabs with no quoting (the shared corpora are TSV whose text
 // has had tabs and newlines replaced by spaces). CSV follows RFC 4180 through
-// encoding/csv (quoted fields may contain commas, quotes and newlines).
+// encoding/csv (quoted fields may contain commas, quotes and newlines). JSON
+// lines hold one JSON object per line; Parquet files are read column by
+// column with github.com/parquet-go/parquet-go. Values of JSON lines and
+// Parquet files are rendered as the text MySQL accepts for them (see
+// OpenSource).
 package tabfile
 
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync/atomic"
 )
@@ -25,77 +29,77 @@ type Format string
 
 // Formats.
 const (
-	TSV Format = "tsv"
-	CSV Format = "csv"
+	TSV     Format = "tsv"
+	CSV     Format = "csv"
+	JSONL   Format = "jsonl"
+	Parquet Format = "parquet"
 )
 
-// ParseFormat checks a --format value.
+const formatNames = "tsv, csv, jsonl or parquet"
+
+// ParseFormat checks a format name: tsv, csv, jsonl (also ndjson) or parquet,
+// case-insensitive.
 func ParseFormat(s string) (Format, error) {
-	switch f := Format(strings.ToLower(s)); f {
-	case TSV, CSV:
+	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
+	case TSV, CSV, JSONL, Parquet:
 		return f, nil
+	case "ndjson":
+		return JSONL, nil
 	}
-	return "", fmt.Errorf("unknown format %q: use tsv or csv", s)
+	return "", fmt.Errorf("unknown format %q: use %s", s, formatNames)
 }
 
-// FormatOf guesses the format from a file name: .csv or .csv.gz is CSV,
-// anything else TSV.
+// FormatOf guesses the format from a file name, ignoring a .gz suffix: .csv
+// is CSV, .jsonl, .ndjson and .json are JSON lines, .parquet and .pq are
+// Parquet, anything else TSV.
 func FormatOf(path string) Format {
 	p := strings.TrimSuffix(strings.ToLower(path), ".gz")
-	if strings.HasSuffix(p, ".csv") {
+	switch {
+	case strings.HasSuffix(p, ".csv"):
 		return CSV
+	case strings.HasSuffix(p, ".jsonl"), strings.HasSuffix(p, ".ndjson"), strings.HasSuffix(p, ".json"):
+		return JSONL
+	case strings.HasSuffix(p, ".parquet"), strings.HasSuffix(p, ".pq"):
+		return Parquet
 	}
 	return TSV
 }
 
-// Reader reads rows of a delimited file.
+// Reader reads rows of a delimited file (TSV or CSV). It is a Source that
+// returns every field of each row; OpenSource adds column selection,
+// headers and NULL.
 type Reader struct {
-	f       *os.File
-	counter *countingReader
-	size    int64
-	gz      *gzip.Reader
-	format  Format
-	line    int64
+	in     *input
+	format Format
+	line   int64
 
 	br     *bufio.Reader
+	long   []byte
 	fields [][]byte
 	csv    *csv.Reader
 }
 
 // Open opens path (gzip-compressed if its first bytes are the gzip magic
-// number, whatever its name) for reading in the given format.
+// number, whatever its name) for reading in the given format, TSV or CSV.
 func Open(path string, format Format) (*Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	r := &Reader{f: f, size: st.Size(), format: format}
-	r.counter = &countingReader{r: f}
-	var src io.Reader = bufio.NewReaderSize(r.counter, 1<<16)
-	peek, _ := src.(*bufio.Reader).Peek(2)
-	if len(peek) == 2 && peek[0] == 0x1f && peek[1] == 0x8b {
-		r.gz, err = gzip.NewReader(src)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		src = r.gz
-	}
 	switch format {
-	case TSV:
-		r.br = bufio.NewReaderSize(src, 1<<20)
-	case CSV:
-		r.csv = csv.NewReader(src)
+	case TSV, CSV:
+	case JSONL, Parquet:
+		return nil, fmt.Errorf("%s: %s files are not read here: use a tsv or csv file", path, format) // OpenSource reads them
+	default:
+		return nil, fmt.Errorf("unknown format %q: use tsv or csv", format)
+	}
+	in, err := openInput(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{in: in, format: format}
+	if format == TSV {
+		r.br = bufio.NewReaderSize(in.src, 1<<20)
+	} else {
+		r.csv = csv.NewReader(in.src)
 		r.csv.FieldsPerRecord = -1
 		r.csv.ReuseRecord = true
-	default:
-		f.Close()
-		return nil, fmt.Errorf("unknown format %q: use tsv or csv", format)
 	}
 	return r, nil
 }
@@ -125,27 +129,14 @@ func (r *Reader) Next() ([][]byte, error) {
 		}
 	}
 	for {
-		line, err := r.br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A very long line: assemble it.
-			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = r.br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if len(line) == 0 && err != nil {
+		line, err := readLine(r.br, &r.long)
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil, io.EOF
 			}
 			return nil, err
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
 		r.line++
-		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
 			continue
 		}
@@ -169,15 +160,10 @@ func (r *Reader) Line() int64 { return r.line }
 // Progress returns how many bytes of the file (compressed bytes for gzip)
 // have been read, and the file size. It is safe to call from another
 // goroutine while rows are read.
-func (r *Reader) Progress() (read, size int64) { return r.counter.n.Load(), r.size }
+func (r *Reader) Progress() (read, size int64) { return r.in.progress() }
 
 // Close closes the file.
-func (r *Reader) Close() error {
-	if r.gz != nil {
-		r.gz.Close()
-	}
-	return r.f.Close()
-}
+func (r *Reader) Close() error { return r.in.close() }
 
 type countingReader struct {
 	r io.Reader

@@ -12,7 +12,10 @@
 //
 // Tokens never span rows, so n-grams never cross rows. The scanner is a
 // hand-written equivalent of the Python reference (re.findall with Unicode
-// patterns) that does not allocate per token.
+// patterns) that does not allocate per token; on the four shared corpora it
+// reproduces the published token, unigram and bigram counts exactly. It
+// differs from Python only where Python's str.lower() is not a rune-to-rune
+// mapping (a word-final Σ becomes σ, not ς; İ becomes i, not i̇).
 package tokenize
 
 import (

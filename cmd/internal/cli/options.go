@@ -78,12 +78,19 @@ func (m *MechanismFlags) Options() (setunion.Options, error) {
 // Rand returns the random source of the run: crypto/rand, or with --seed a
 // seeded source, after printing a warning that the run is not private.
 func (m *MechanismFlags) Rand(stderr io.Writer) (*rand.Rand, error) {
-	if m.Seed == "" {
+	return Rand(m.Seed, stderr)
+}
+
+// Rand returns the random source of a run given the text of a --seed flag:
+// crypto/rand when seed is empty, else a seeded source, after printing a
+// warning that the run is not private.
+func Rand(text string, stderr io.Writer) (*rand.Rand, error) {
+	if text == "" {
 		return securerand.New(), nil
 	}
-	seed, err := strconv.ParseUint(m.Seed, 10, 64)
+	seed, err := strconv.ParseUint(text, 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("--seed must be a non-negative integer, got %q", m.Seed)
+		return nil, fmt.Errorf("--seed must be a non-negative integer, got %q", text)
 	}
 	fmt.Fprintf(stderr, "WARNING: --seed %d makes this run reproducible and therefore NOT differentially private; use it only for tests\n", seed)
 	return securerand.NewSeeded(seed), nil

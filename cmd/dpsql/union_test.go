@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql/internal/testenv"
+)
+
+// runCmd runs the dpsql command line in-process.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// lastJSON decodes the last line of stderr (the summary).
+func lastJSON(t *testing.T, stderr string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatalf("last stderr line is not JSON: %v\n%s", err, stderr)
+	}
+	return m
+}
+
+func writeCorpus(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for u := 0; u < 300; u++ {
+		fmt.Fprintf(&b, "user%d\tThe common words, and the COMMON words\n", u)
+		fmt.Fprintf(&b, "user%d\tmy secret%d\n", u, u)
+		if u%7 == 0 {
+			fmt.Fprintf(&b, "\tno privacy unit: dropped\n")
+		}
+	}
+	p := filepath.Join(t.TempDir(), "posts.tsv")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestUnionText(t *testing.T) {
+	in := writeCorpus(t)
+	code, out, errOut := runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2",
+		"--epsilon", "1", "--delta", "1e-6", "--seed", "42")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := strings.Fields(out); strings.Join(got, " ") != "and common my the words" {
+		t.Errorf("released %q", got)
+	}
+	if !strings.Contains(errOut, "NOT differentially private") {
+		t.Errorf("--seed printed no warning:\n%s", errOut)
+	}
+	s := lastJSON(t, errOut)
+	for k, want := range map[string]float64{"users": 300, "distinct_items": 305, "pairs": 300 * 6, "released": 5, "epsilon": 1, "delta": 1e-6, "max_items": 100} {
+		if s[k] != want {
+			t.Errorf("summary %s = %v, want %v", k, s[k], want)
+		}
+	}
+	for _, k := range []string{"mechanism", "noise", "scale", "rho", "gamma", "seconds", "pairs_per_second"} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("summary lacks %q: %v", k, s)
+		}
+	}
+	if s["mechanism"] != "policy_gaussian_l2" || s["noise"] != "gaussian" {
+		t.Errorf("default mechanism: %v %v", s["mechanism"], s["noise"])
+	}
+}
+
+func TestUnionItemsCSVToFile(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "visits.csv")
+	var b strings.Builder
+	b.WriteString("item,user\n")
+	for u := 0; u < 200; u++ {
+		fmt.Fprintf(&b, "\"a, popular page\",u%d\nrare%d,u%d\n", u, u, u)
+	}
+	os.WriteFile(in, []byte(b.String()), 0o644)
+	outPath := filepath.Join(dir, "out.txt")
+	code, out, errOut := runCmd(t, "union", "--input", in, "--skip-header", "--user-column", "2", "--item-column", "1",
+		"--mechanism", "weighted_laplace", "--epsilon", "2", "--delta", "1e-5", "--max-items", "3", "--output", outPath, "--quiet")
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q: %s", code, out, errOut)
+	}
+	got, _ := os.ReadFile(outPath)
+	if string(got) != "a, popular page\n" {
+		t.Errorf("released %q", got)
+	}
+	if s := lastJSON(t, errOut); s["mechanism"] != "weighted_laplace" || s["noise"] != "laplace" {
+		t.Errorf("summary %v", s)
+	}
+}
+
+func TestUnionErrors(t *testing.T) {
+	in := writeCorpus(t)
+	bad := filepath.Join(t.TempDir(), "bad.tsv")
+	os.WriteFile(bad, []byte("u1\tok\nonly-one-column\n"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"union", "--user-column", "1", "--text-column", "2"}, 2, "--input FILE is required"},
+		{[]string{"union", "--input", in, "--text-column", "2"}, 2, "--user-column N is required"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--item-column", "2"}, 2, "exactly one of --item-column N and --text-column N"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "magic"}, 2, `unknown mechanism "magic"`},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--epsilon", "0"}, 2, "epsilon must be a finite number greater than 0"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--delta", "1"}, 2, "delta must be greater than 0 and less than 1"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--max-items", "0"}, 2, "max_items must be an integer from 1"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--alpha", "-1"}, 2, "alpha must be a finite number ≥ 0"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "greedy_public"}, 2, "greedy_public needs --public FILE"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "policy_gaussian_l1"}, 2, "policy_gaussian_l1 is disabled"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--seed", "x"}, 2, "--seed must be a non-negative integer"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"union", "--input", bad, "--user-column", "1", "--text-column", "2"}, 1, "line 2 has 1 column(s) but column 2 is needed"},
+		{[]string{"union", "--input", bad + ".missing", "--user-column", "1", "--text-column", "2"}, 1, "no such file"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+	}
+	for _, c := range cases {
+		code, _, errOut := runCmd(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+func TestUnionGreedyPublic(t *testing.T) {
+	in := writeCorpus(t)
+	pub := filepath.Join(t.TempDir(), "public.tsv")
+	os.WriteFile(pub, []byte("the\t1000\nwords\t10\ncommon\n"), 0o644)
+	code, out, errOut := runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2",
+		"--mechanism", "greedy_public", "--public", pub, "--epsilon", "1", "--delta", "1e-6")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "secret") {
+		t.Errorf("released a secret: %s", out)
+	}
+}
+
+func TestParams(t *testing.T) {
+	code, out, errOut := runCmd(t, "params", "--mechanism", "policy_gaussian_l2", "--epsilon", "3", "--delta", "4.5399929762484854e-05", "--max-items", "10")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["noise"] != "gaussian" || fmt.Sprintf("%.4f", m["scale"]) != "1.3328" || fmt.Sprintf("%.4f", m["rho"]) != "6.4353" || m["alpha"] != 3.0 {
+		t.Errorf("params %v", m)
+	}
+	if code, _, _ := runCmd(t, "params", "--mechanism", "greedy_public"); code != 0 {
+		t.Error("params for greedy_public needs no public table")
+	}
+	if code, _, errOut := runCmd(t, "params", "--delta", "2"); code != 2 || !strings.Contains(errOut, "delta") {
+		t.Errorf("bad delta: exit %d %s", code, errOut)
+	}
+}
+
+// TestUnionCorpus runs the command on a real corpus and checks the exact
+// input statistics of the summary.
+func TestUnionCorpus(t *testing.T) {
+	in := testenv.DataFile(t, "git_rails.tsv.gz")
+	code, out, errOut := runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2",
+		"--epsilon", "3", "--delta", "4.5399929762484854e-05", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	s := lastJSON(t, errOut)
+	for k, want := range map[string]float64{"users": 6815, "distinct_items": 43988, "rows": 73048, "occurrences": 1768796} {
+		if s[k] != want {
+			t.Errorf("%s = %v, want %v", k, s[k], want)
+		}
+	}
+	if n := len(strings.Fields(out)); n < 900 || float64(n) != s["released"] {
+		t.Errorf("released %d items, summary says %v", n, s["released"])
+	}
+}

@@ -1,0 +1,675 @@
+// Package config reads and validates the YAML configuration of
+// `dpsql serve --config FILE`: where the server listens, its TLS key pair,
+// the data directory holding the privacy-budget ledger, the datasets loaded
+// at start (and which of them are protected, by which privacy-unit column),
+// the accounts (administrators and analysts, with password hashes, budgets
+// and per-release caps) and the default DP options of new sessions.
+//
+// Decoding is strict: unknown keys, duplicate keys, wrong value types and
+// inconsistent settings are errors that name the file, the line and what to
+// change. Relative paths are resolved against the directory of the file.
+// See example.yaml for a documented configuration.
+//
+// The package does not import the SQL engine: column types are validated
+// SQL type strings (ColumnType) and accounts carry the MySQL auth plugin name
+// and authentication string to install (PasswordHash).
+package config
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/dpsql/dpsql/server/ledger"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+)
+
+// DefaultListen is the listen address when the file gives none.
+const DefaultListen = "127.0.0.1:3306"
+
+// Config is a loaded, validated configuration. Paths in it are resolved
+// (relative ones joined to the directory of the file).
+type Config struct {
+	// Listen is the TCP address to listen on, host:port.
+	Listen string `yaml:"listen"`
+	// TLS, when set, enables TLS (needed for caching_sha2_password logins).
+	TLS *TLS `yaml:"tls"`
+	// DataDir is the directory of the privacy-budget ledger.
+	DataDir string `yaml:"data_dir"`
+	// Defaults are the DP options new sessions start with.
+	Defaults Defaults `yaml:"defaults"`
+	// Datasets are the tables loaded at start.
+	Datasets []Dataset `yaml:"datasets"`
+	// Accounts are the MySQL accounts.
+	Accounts Accounts `yaml:"accounts"`
+
+	// Path is the file the configuration was read from ("" for Parse).
+	Path string `yaml:"-"`
+}
+
+// TLS names the server's certificate and key (PEM files).
+type TLS struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	// Require refuses connections that do not use TLS.
+	Require bool `yaml:"require"`
+}
+
+// Defaults are the default DP options of new sessions; omitted fields keep
+// the values of setunion.Defaults.
+type Defaults struct {
+	Mechanism string   `yaml:"mechanism"`
+	Epsilon   *float64 `yaml:"epsilon"`
+	Delta     *float64 `yaml:"delta"`
+	MaxItems  *int     `yaml:"max_items"`
+	Alpha     *float64 `yaml:"alpha"`
+	Rounds    *int     `yaml:"rounds"`
+}
+
+// Options returns the defaults as setunion options (validated by Load).
+func (d Defaults) Options() setunion.Options {
+	o := setunion.Defaults()
+	if d.Mechanism != "" {
+		o.Mechanism, _ = setunion.ParseMechanism(d.Mechanism)
+	}
+	if d.Epsilon != nil {
+		o.Epsilon = *d.Epsilon
+	}
+	if d.Delta != nil {
+		o.Delta = *d.Delta
+	}
+	if d.MaxItems != nil {
+		o.MaxItems = *d.MaxItems
+	}
+	if d.Alpha != nil {
+		o.Alpha = setunion.Float(*d.Alpha)
+	}
+	if d.Rounds != nil {
+		o.Rounds = *d.Rounds
+	}
+	return o
+}
+
+// Dataset is a table loaded at start from a file.
+type Dataset struct {
+	Database string `yaml:"database"`
+	Table    string `yaml:"table"`
+	// File is the data file; relative paths are resolved against the
+	// configuration file's directory.
+	File string `yaml:"file"`
+	// Format is tsv, csv, jsonl or parquet; empty: from the file name.
+	Format tabfile.Format `yaml:"format"`
+	// Header (tsv, csv): the first row names the columns.
+	Header bool `yaml:"header"`
+	// Null (tsv, csv): the field text that stands for NULL, e.g. '\N'.
+	Null *string `yaml:"null"`
+	// Columns are the table's columns, in order.
+	Columns []Column `yaml:"columns"`
+	// PrivacyUnit names the column identifying the person (user) whose
+	// rows are protected together; it makes the table protected.
+	PrivacyUnit string `yaml:"privacy_unit"`
+	// Public marks an unprotected table analysts may read without DP. A
+	// dataset must set exactly one of PrivacyUnit and Public.
+	Public bool `yaml:"public"`
+}
+
+// Protected reports whether the table is protected (has a privacy unit).
+func (d Dataset) Protected() bool { return d.PrivacyUnit != "" }
+
+// QualifiedName returns database.table.
+func (d Dataset) QualifiedName() string { return d.Database + "." + d.Table }
+
+// SourceOptions returns the tabfile options that read the dataset's file
+// with its columns in table order.
+func (d Dataset) SourceOptions() tabfile.Options {
+	o := tabfile.Options{Format: d.Format, Header: d.Header, Null: d.Null}
+	for i, c := range d.Columns {
+		switch {
+		case c.Position > 0:
+			o.Columns = append(o.Columns, tabfile.Column{Position: c.Position})
+		case (d.Format == tabfile.TSV || d.Format == tabfile.CSV) && !d.Header:
+			o.Columns = append(o.Columns, tabfile.Column{Position: i + 1})
+		case c.Source != "":
+			o.Columns = append(o.Columns, tabfile.Column{Name: c.Source})
+		default:
+			o.Columns = append(o.Columns, tabfile.Column{Name: c.Name})
+		}
+	}
+	return o
+}
+
+// Column is a column of a dataset.
+type Column struct {
+	// Name is the SQL column name.
+	Name string `yaml:"name"`
+	// Type is the SQL type, e.g. VARCHAR(64), BIGINT, TEXT (see ColumnType).
+	// Load replaces it with its canonical spelling.
+	Type string `yaml:"type"`
+	// Source is the field to read when it differs from Name: the header
+	// name (tsv/csv with header), the JSON key, or the Parquet column path
+	// (dots for nested groups).
+	Source string `yaml:"source"`
+	// Position is the 1-based field number (tsv/csv); without a header it
+	// defaults to the column's place in the list.
+	Position int `yaml:"position"`
+}
+
+// Accounts lists the MySQL accounts.
+type Accounts struct {
+	Admins   []Admin   `yaml:"admins"`
+	Analysts []Analyst `yaml:"analysts"`
+}
+
+// Admin is an administrator: full SQL on every database, including reading
+// protected tables, loading data and granting.
+type Admin struct {
+	User string `yaml:"user"`
+	// Host is the MySQL account host: "localhost" (the default for
+	// administrators: loopback connections only), "%" (any host) or an exact
+	// address.
+	Host string `yaml:"host"`
+	// PasswordHash is the hash printed by `dpsql passwd`.
+	PasswordHash string `yaml:"password_hash"`
+
+	// Password is PasswordHash parsed (set by Load).
+	Password PasswordHash `yaml:"-"`
+}
+
+// Analyst may read public tables and obtain DP releases over protected
+// ones, each charged to the analyst's budget on that database.
+type Analyst struct {
+	User string `yaml:"user"`
+	// Host is the MySQL account host, "%" (the default) or as for Admin.
+	Host         string `yaml:"host"`
+	PasswordHash string `yaml:"password_hash"`
+	// MaxRelease caps every single release of this analyst, on every
+	// database, unless a budget sets its own cap.
+	MaxRelease *Release `yaml:"max_release"`
+	// Budgets are the analyst's total allowances, one per database.
+	Budgets []Budget `yaml:"budgets"`
+
+	Password PasswordHash `yaml:"-"`
+}
+
+// Budget is an analyst's allowance on one database: the total (ε, δ) of
+// all releases over its protected tables (basic composition, see package
+// ledger).
+type Budget struct {
+	Database string  `yaml:"database"`
+	Epsilon  float64 `yaml:"epsilon"`
+	Delta    float64 `yaml:"delta"`
+	// MaxRelease caps a single release on this database (overrides the
+	// analyst's MaxRelease).
+	MaxRelease *Release `yaml:"max_release"`
+}
+
+// Release is a per-release cap; a zero (omitted) component is no cap.
+type Release struct {
+	Epsilon float64 `yaml:"epsilon"`
+	Delta   float64 `yaml:"delta"`
+}
+
+// LedgerLimits returns the budgets of all analysts for ledger.SetLimits,
+// with the effective per-release caps.
+func (c *Config) LedgerLimits() []ledger.Limit {
+	var out []ledger.Limit
+	for _, a := range c.Accounts.Analysts {
+		for _, b := range a.Budgets {
+			lim := ledger.Limit{Analyst: a.User, Database: b.Database, Budget: ledger.Amount{Epsilon: b.Epsilon, Delta: b.Delta}}
+			if capp := b.MaxRelease; capp != nil {
+				lim.MaxRelease = ledger.Amount{Epsilon: capp.Epsilon, Delta: capp.Delta}
+			} else if capp := a.MaxRelease; capp != nil {
+				lim.MaxRelease = ledger.Amount{Epsilon: capp.Epsilon, Delta: capp.Delta}
+			}
+			out = append(out, lim)
+		}
+	}
+	return out
+}
+
+// Databases returns the database names declared by the datasets, in order
+// of first appearance.
+func (c *Config) Databases() []string {
+	var out []string
+	for _, d := range c.Datasets {
+		if !slices.ContainsFunc(out, func(s string) bool { return strings.EqualFold(s, d.Database) }) {
+			out = append(out, d.Database)
+		}
+	}
+	return out
+}
+
+// Load reads, decodes and validates the configuration file at path. The
+// error lists every problem found, each with its line.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(data, abs, filepath.Dir(abs))
+}
+
+// Parse decodes and validates a configuration given as YAML text; relative
+// paths are resolved against dir.
+func Parse(data []byte, dir string) (*Config, error) {
+	return parse(data, "", dir)
+}
+
+func parse(data []byte, path, dir string) (*Config, error) {
+	name := path
+	if name == "" {
+		name = "config"
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: the configuration is empty; see server/config/example.yaml", name)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, decodeError(name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: more than one YAML document (---); put the whole configuration in one", name)
+	}
+	c.Path = path
+	v := &validator{name: name, root: root.Content[0]}
+	v.validate(&c, dir)
+	if len(v.errs) > 0 {
+		return nil, errors.Join(v.errs...)
+	}
+	return &c, nil
+}
+
+var (
+	reUnknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+	reLine         = regexp.MustCompile(`^line (\d+): `)
+)
+
+// decodeError rewrites the decoder's errors as FILE:LINE: message, naming
+// the keys allowed where an unknown one was found.
+func decodeError(name string, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var errs []error
+	for _, e := range te.Errors {
+		if m := reUnknownField.FindStringSubmatch(e); m != nil {
+			errs = append(errs, fmt.Errorf("%s:%s: unknown key %q%s", name, m[1], m[2], allowedKeys(m[3])))
+			continue
+		}
+		if m := reLine.FindStringSubmatch(e); m != nil {
+			errs = append(errs, fmt.Errorf("%s:%s: %s", name, m[1], strings.TrimPrefix(e, m[0])))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %s", name, e))
+	}
+	return errors.Join(errs...)
+}
+
+var configTypes = map[string]reflect.Type{}
+
+func init() {
+	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}} {
+		t := reflect.TypeOf(v)
+		configTypes[t.String()] = t
+	}
+}
+
+// allowedKeys lists the YAML keys of the named config type.
+func allowedKeys(typeName string) string {
+	t, ok := configTypes[typeName]
+	if !ok {
+		return ""
+	}
+	var keys []string
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return fmt.Sprintf(" (allowed here: %s)", strings.Join(keys, ", "))
+}
+
+// validator collects validation errors with the line of the offending node.
+type validator struct {
+	name string
+	root *yaml.Node
+	errs []error
+}
+
+// errorf records an error about the node at path (keys and indices from
+// the document root), reporting the line of the deepest node that exists.
+func (v *validator) errorf(path []any, format string, args ...any) {
+	n, line := v.root, v.root.Line
+	for _, p := range path {
+		var next *yaml.Node
+		nextLine := 0
+		switch p := p.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == p {
+						next, nextLine = n.Content[i+1], n.Content[i].Line
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && p < len(n.Content) {
+				next = n.Content[p]
+				nextLine = next.Line
+			}
+		}
+		if next == nil {
+			break
+		}
+		n, line = next, nextLine
+	}
+	v.errs = append(v.errs, fmt.Errorf("%s:%d: %s", v.name, line, fmt.Sprintf(format, args...)))
+}
+
+func at(path ...any) []any { return path }
+
+var (
+	reIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
+	reUser  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
+)
+
+var reservedDatabases = []string{"mysql", "information_schema", "performance_schema", "sys"}
+
+func (v *validator) validate(c *Config, dir string) {
+	resolve := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+
+	// listen
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
+		v.errorf(at("listen"), "listen %q is not host:port (for example 127.0.0.1:3306 or 0.0.0.0:3306): %v", c.Listen, err)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.errorf(at("listen"), "listen %q: the port must be a number from 0 to 65535", c.Listen)
+	} else if host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		v.errorf(at("listen"), "listen %q: the host must be an IP address or localhost", c.Listen)
+	}
+
+	// tls
+	if c.TLS != nil {
+		if c.TLS.Cert == "" || c.TLS.Key == "" {
+			v.errorf(at("tls"), "tls needs both cert and key (PEM files)")
+		}
+		c.TLS.Cert, c.TLS.Key = resolve(c.TLS.Cert), resolve(c.TLS.Key)
+	}
+
+	// data_dir
+	if c.DataDir == "" {
+		v.errorf(nil, "data_dir is required: the directory where dpsql keeps the privacy-budget ledger")
+	}
+	c.DataDir = resolve(c.DataDir)
+
+	// defaults
+	if _, err := setunion.ParseMechanism(c.Defaults.Mechanism); c.Defaults.Mechanism != "" && err != nil {
+		v.errorf(at("defaults", "mechanism"), "defaults: %v", err)
+	} else if err := c.Defaults.Options().Validate(); err != nil {
+		v.errorf(at("defaults"), "defaults: %v", err)
+	}
+
+	// datasets
+	if len(c.Datasets) == 0 {
+		v.errorf(nil, "datasets: declare at least one table to serve")
+	}
+	tables := map[string]int{}
+	protectedDB := map[string]bool{}
+	for i := range c.Datasets {
+		d := &c.Datasets[i]
+		p := func(rest ...any) []any { return append([]any{"datasets", i}, rest...) }
+		what := fmt.Sprintf("datasets[%d]", i)
+		if d.Database != "" && d.Table != "" {
+			what = fmt.Sprintf("dataset %s.%s", d.Database, d.Table)
+		}
+		switch {
+		case d.Database == "":
+			v.errorf(p(), "%s: database is required", what)
+		case !reIdent.MatchString(d.Database):
+			v.errorf(p("database"), "%s: database name %q must start with a letter or _ and contain only letters, digits, _ and $ (at most 64)", what, d.Database)
+		case slices.Contains(reservedDatabases, strings.ToLower(d.Database)):
+			v.errorf(p("database"), "%s: database name %q is reserved by MySQL; choose another", what, d.Database)
+		}
+		switch {
+		case d.Table == "":
+			v.errorf(p(), "%s: table is required", what)
+		case !reIdent.MatchString(d.Table):
+			v.errorf(p("table"), "%s: table name %q must start with a letter or _ and contain only letters, digits, _ and $ (at most 64)", what, d.Table)
+		}
+		key := strings.ToLower(d.Database + "." + d.Table)
+		if j, dup := tables[key]; dup && d.Database != "" && d.Table != "" {
+			v.errorf(p("table"), "%s is declared twice (also datasets[%d]); table names are case-insensitive", what, j)
+		}
+		tables[key] = i
+
+		if d.File == "" {
+			v.errorf(p(), "%s: file is required (the CSV, TSV, JSON lines or Parquet file to load)", what)
+		}
+		d.File = resolve(d.File)
+		if d.Format == "" {
+			d.Format = tabfile.FormatOf(d.File)
+		} else if f, err := tabfile.ParseFormat(string(d.Format)); err != nil {
+			v.errorf(p("format"), "%s: %v", what, err)
+		} else {
+			d.Format = f
+		}
+		delimited := d.Format == tabfile.TSV || d.Format == tabfile.CSV
+		if d.Header && !delimited {
+			v.errorf(p("header"), "%s: header applies to tsv and csv files only (%s columns are found by name)", what, d.Format)
+		}
+		if d.Null != nil && !delimited {
+			v.errorf(p("null"), "%s: null applies to tsv and csv files only (%s files mark NULL themselves)", what, d.Format)
+		}
+
+		if len(d.Columns) == 0 {
+			v.errorf(p(), "%s: columns are required: list each column's name and SQL type", what)
+		}
+		names := map[string]bool{}
+		positions := map[int]string{}
+		for j := range d.Columns {
+			col := &d.Columns[j]
+			cp := func(rest ...any) []any { return p(append([]any{"columns", j}, rest...)...) }
+			if col.Name == "" {
+				v.errorf(cp(), "%s: columns[%d] needs a name", what, j)
+			} else if !reIdent.MatchString(col.Name) {
+				v.errorf(cp("name"), "%s: column name %q must start with a letter or _ and contain only letters, digits, _ and $ (at most 64)", what, col.Name)
+			} else if names[strings.ToLower(col.Name)] {
+				v.errorf(cp("name"), "%s: column %q is declared twice (column names are case-insensitive)", what, col.Name)
+			}
+			names[strings.ToLower(col.Name)] = true
+			if col.Type == "" {
+				v.errorf(cp(), "%s: column %q needs a type, for example VARCHAR(64), BIGINT or TEXT", what, col.Name)
+			} else if t, err := ParseColumnType(col.Type); err != nil {
+				v.errorf(cp("type"), "%s: column %q: %v", what, col.Name, err)
+			} else {
+				col.Type = t.String()
+			}
+			if col.Position != 0 {
+				if !delimited {
+					v.errorf(cp("position"), "%s: column %q: position applies to tsv and csv files; %s columns are found by name (use source: to name the field)", what, col.Name, d.Format)
+				} else if col.Position < 0 {
+					v.errorf(cp("position"), "%s: column %q: position counts from 1", what, col.Name)
+				}
+			}
+			if col.Source != "" && delimited && !d.Header {
+				v.errorf(cp("source"), "%s: column %q: the file has no header, so fields are found by position, not by name (set header: true or use position:)", what, col.Name)
+			}
+			if col.Source != "" && col.Position != 0 {
+				v.errorf(cp(), "%s: column %q: give source or position, not both", what, col.Name)
+			}
+			pos := col.Position
+			if pos == 0 && delimited && !d.Header {
+				pos = j + 1
+			}
+			if pos > 0 {
+				if other, dup := positions[pos]; dup {
+					v.errorf(cp(), "%s: columns %q and %q both read field %d", what, other, col.Name, pos)
+				}
+				positions[pos] = col.Name
+			}
+		}
+
+		switch {
+		case d.PrivacyUnit != "" && d.Public:
+			v.errorf(p("public"), "%s: a table is either protected (privacy_unit) or public, not both", what)
+		case d.PrivacyUnit == "" && !d.Public:
+			v.errorf(p(), "%s: say how the table is protected: privacy_unit: COLUMN names the column identifying the person whose rows are protected together; public: true lets analysts read the table without differential privacy", what)
+		case d.PrivacyUnit != "":
+			if !names[strings.ToLower(d.PrivacyUnit)] {
+				var cols []string
+				for _, c := range d.Columns {
+					cols = append(cols, c.Name)
+				}
+				v.errorf(p("privacy_unit"), "%s: privacy_unit %q is not one of its columns (%s)", what, d.PrivacyUnit, strings.Join(cols, ", "))
+			}
+			protectedDB[strings.ToLower(d.Database)] = true
+		}
+	}
+
+	// accounts
+	users := map[string]string{}
+	account := func(p []any, kind, user, host, hash, defaultHost string) (string, PasswordHash) {
+		what := kind
+		if user != "" {
+			what = fmt.Sprintf("%s %q", kind, user)
+		}
+		switch {
+		case user == "":
+			v.errorf(p, "%s: user is required", kind)
+		case !reUser.MatchString(user):
+			v.errorf(append(p, "user"), "%s: user names may contain letters, digits, '_', '.' and '-' (at most 32)", what)
+		default:
+			if prev, dup := users[user]; dup {
+				v.errorf(append(p, "user"), "%s: duplicate account (already declared as %s); each user name may appear once", what, prev)
+			}
+			users[user] = kind
+		}
+		if host == "" {
+			host = defaultHost
+		}
+		if host != "%" && strings.ContainsAny(host, "%_'\"\\ ") {
+			v.errorf(append(p, "host"), "%s: host %q: use \"%%\" (any host), \"localhost\" or an exact address; go-mysql-server v0.20.0 has no partial host patterns", what, host)
+		}
+		var ph PasswordHash
+		if hash == "" {
+			v.errorf(p, "%s: password_hash is required; run `dpsql passwd` and paste the hash it prints", what)
+		} else if h, err := ParsePasswordHash(hash); err != nil {
+			v.errorf(append(p, "password_hash"), "%s: %v", what, err)
+		} else {
+			ph = h
+		}
+		return host, ph
+	}
+	for i := range c.Accounts.Admins {
+		a := &c.Accounts.Admins[i]
+		a.Host, a.Password = account(at("accounts", "admins", i), "admin", a.User, a.Host, a.PasswordHash, "localhost")
+	}
+	for i := range c.Accounts.Analysts {
+		a := &c.Accounts.Analysts[i]
+		p := func(rest ...any) []any { return append([]any{"accounts", "analysts", i}, rest...) }
+		a.Host, a.Password = account(p(), "analyst", a.User, a.Host, a.PasswordHash, "%")
+		what := fmt.Sprintf("analyst %q", a.User)
+		if a.MaxRelease != nil {
+			v.release(p("max_release"), what, a.MaxRelease)
+		}
+		seen := map[string]bool{}
+		for j := range a.Budgets {
+			b := &a.Budgets[j]
+			bp := func(rest ...any) []any { return p(append([]any{"budgets", j}, rest...)...) }
+			bwhat := fmt.Sprintf("%s, budget on %q", what, b.Database)
+			switch db := strings.ToLower(b.Database); {
+			case b.Database == "":
+				v.errorf(bp(), "%s: budgets[%d] needs a database", what, j)
+			case seen[db]:
+				v.errorf(bp("database"), "%s: two budgets for database %q; give one", what, b.Database)
+			case !slices.ContainsFunc(c.Datasets, func(d Dataset) bool { return strings.EqualFold(d.Database, b.Database) }):
+				v.errorf(bp("database"), "%s: no dataset declares database %q", what, b.Database)
+			case !protectedDB[db]:
+				v.errorf(bp("database"), "%s: database %q has no protected table, so there is nothing to spend a budget on", what, b.Database)
+			}
+			seen[strings.ToLower(b.Database)] = true
+			if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
+				v.errorf(bp("epsilon"), "%s: epsilon must be a finite number > 0, got %v", bwhat, b.Epsilon)
+			}
+			if !(b.Delta > 0 && b.Delta < 1) {
+				v.errorf(bp("delta"), "%s: delta must be > 0 and < 1 (every set-union mechanism needs δ > 0), got %v", bwhat, b.Delta)
+			}
+			if b.MaxRelease != nil {
+				v.release(bp("max_release"), bwhat, b.MaxRelease)
+			}
+		}
+	}
+	if len(c.Accounts.Admins)+len(c.Accounts.Analysts) == 0 {
+		v.errorf(nil, "accounts: declare at least one admin or analyst")
+	}
+}
+
+func (v *validator) release(p []any, what string, r *Release) {
+	if r.Epsilon == 0 && r.Delta == 0 {
+		v.errorf(p, "%s: max_release needs epsilon and/or delta", what)
+	}
+	if !(r.Epsilon >= 0) || math.IsInf(r.Epsilon, 0) {
+		v.errorf(append(p, "epsilon"), "%s: max_release epsilon must be a finite number ≥ 0 (0: no cap), got %v", what, r.Epsilon)
+	}
+	if !(r.Delta >= 0 && r.Delta < 1) {
+		v.errorf(append(p, "delta"), "%s: max_release delta must be ≥ 0 and < 1 (0: no cap), got %v", what, r.Delta)
+	}
+}
+
+// CheckFiles checks what Load does not: that every dataset file exists and
+// is a regular file, and that the TLS key pair loads. Call it before loading
+// data, so that a typo fails the start at once.
+func (c *Config) CheckFiles() error {
+	var errs []error
+	for _, d := range c.Datasets {
+		st, err := os.Stat(d.File)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("dataset %s: %w", d.QualifiedName(), err))
+		case !st.Mode().IsRegular():
+			errs = append(errs, fmt.Errorf("dataset %s: %s is not a regular file", d.QualifiedName(), d.File))
+		}
+	}
+	if c.TLS != nil {
+		if _, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key); err != nil {
+			errs = append(errs, fmt.Errorf("tls: cannot load the key pair %s, %s: %w", c.TLS.Cert, c.TLS.Key, err))
+		}
+	}
+	if c.Path != "" && len(errs) > 0 {
+		return fmt.Errorf("%s: %w", c.Path, errors.Join(errs...))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,817 @@
+// Package ledger keeps the privacy budget of every (analyst, database) pair
+// on disk, in a bbolt database, and charges each differentially private
+// release to it before the release may leave the server.
+//
+// # Budget model: basic composition
+//
+// Each analyst A has, per database D, a budget (ε_B, δ_B) and optional
+// per-release caps (ε_max, δ_max). A release computed over D with parameters
+// (ε_i, δ_i) is (ε_i, δ_i)-differentially private with respect to D, where
+// neighbouring databases differ in all rows of one privacy unit. The ledger
+// accounts for A's releases on D by basic composition: the k releases
+// together are
+//
+//	(ε_1 + … + ε_k,  δ_1 + … + δ_k)-differentially private
+//
+// (Dwork & Roth, "The Algorithmic Foundations of Differential Privacy", 2014,
+// Theorem 3.16; the bound also holds when each release is chosen after seeing
+// the earlier ones, Dwork, Rothblum & Vadhan 2010). Charge therefore accepts
+// a release only if
+//
+//	ε_i ≤ ε_max,  δ_i ≤ δ_max                      (caps, when set)
+//	spent_ε + ε_i ≤ ε_B,  spent_δ + δ_i ≤ δ_B      (both components)
+//
+// and then adds (ε_i, δ_i) to spent. Everything A learns from D through
+// charged releases is then (ε_B, δ_B)-differentially private for every
+// person in D. Budgets are separate per database and per analyst: a person
+// present in two databases, or analysts who pool their results, compose
+// further (the sum of the budgets involved). Tighter accounting (zCDP for
+// Gaussian releases) is not done here; basic composition is a valid upper
+// bound for every mechanism.
+//
+// # Exact arithmetic
+//
+// ε and δ arrive as float64. The ledger converts each to the shortest decimal
+// that round-trips it (what the analyst typed: SET dp_epsilon = 0.1 charges
+// exactly 1/10) and keeps budgets and sums as exact rationals, so ten
+// charges of 0.1 exhaust a budget of 1 exactly and three charges of 0.1 fit
+// a budget of 0.3 (float64 addition would refuse the third). The decimal and
+// the float64 used for calibration differ by less than one unit in the last
+// place (relative 1.1e-16), far below any meaningful privacy difference.
+//
+// # Durability
+//
+// Charge checks and records a release in one bbolt read-write transaction,
+// committed with fdatasync before it returns; the audit record (time,
+// analyst, database, ε, δ, description) is written in the same transaction,
+// so the spent totals always equal the sum of the audit records. A process
+// killed at any point leaves either the whole charge or none of it. The
+// server must call Charge before it touches the data of a release and send
+// nothing if Charge fails; a crash between the charge and the release then
+// loses budget, never privacy (ALGORITHMS.md §6).
+//
+// bbolt locks the ledger file exclusively (flock), so a second dpsql process
+// on the same data directory fails to open it after Options.LockTimeout.
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the name of the ledger file inside the data directory.
+const FileName = "ledger.db"
+
+// DefaultLockTimeout is how long Open waits for another process to release
+// the ledger file when Options.LockTimeout is zero.
+const DefaultLockTimeout = 2 * time.Second
+
+// MaxDescription is the longest description (in bytes) kept in an audit
+// record; longer ones are cut at a UTF-8 boundary and the SHA-256 of the
+// full text is kept alongside.
+const MaxDescription = 1024
+
+// formatVersion is the layout version stored in the meta bucket.
+const formatVersion = 1
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketAccounts = []byte("accounts") // analyst (nested bucket) -> database key -> account JSON
+	bucketAudit    = []byte("audit")    // big-endian sequence -> record JSON
+	keyVersion     = []byte("format")
+)
+
+// Errors a charge can fail with; test with errors.Is. The error returned is a
+// *ChargeError whose message says what was asked, what remains and what to do.
+var (
+	// ErrNoBudget: the analyst has no budget on the database (not in the
+	// configuration, or removed from it).
+	ErrNoBudget = errors.New("no privacy budget")
+	// ErrBudgetExceeded: the release needs more than what remains.
+	ErrBudgetExceeded = errors.New("privacy budget exceeded")
+	// ErrCapExceeded: the release asks for more than one release may use.
+	ErrCapExceeded = errors.New("per-release privacy cap exceeded")
+	// ErrInUse: another process holds the ledger file.
+	ErrInUse = errors.New("ledger in use by another process")
+)
+
+// Amount is a privacy cost or allowance (ε, δ).
+type Amount struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+func (a Amount) String() string {
+	return "ε=" + fmtFloat(a.Epsilon) + ", δ=" + fmtFloat(a.Delta)
+}
+
+// Limit is the allowance of one analyst on one database, as configured.
+type Limit struct {
+	Analyst  string
+	Database string
+	// Budget is the total (ε, δ) the analyst may spend on the database over
+	// the lifetime of the ledger. ε must be finite and > 0, δ in [0, 1).
+	Budget Amount
+	// MaxRelease caps the (ε, δ) of a single release; a zero component means
+	// no cap on that component besides the budget.
+	MaxRelease Amount
+}
+
+// Balance is the state of one (analyst, database) account.
+type Balance struct {
+	Analyst  string `json:"analyst"`
+	Database string `json:"database"`
+	// Budget is the configured allowance (zero once the account is removed
+	// from the configuration).
+	Budget Amount `json:"budget"`
+	// Spent is the sum of all charges (basic composition).
+	Spent Amount `json:"spent"`
+	// Remaining is Budget − Spent per component, never below zero (a budget
+	// lowered below what was spent leaves nothing).
+	Remaining Amount `json:"remaining"`
+	// MaxRelease is the per-release cap (zero component: none).
+	MaxRelease Amount `json:"max_release"`
+	// Releases counts the charges.
+	Releases int64 `json:"releases"`
+	// LastCharge is the time of the latest charge (zero if none).
+	LastCharge time.Time `json:"last_charge,omitzero"`
+	// Configured is false for accounts that were removed from the
+	// configuration; they keep their history but cannot be charged.
+	Configured bool `json:"configured"`
+}
+
+// Meta describes a release for the audit trail.
+type Meta struct {
+	// Description is what was released, typically the query text. It is cut
+	// to MaxDescription bytes (the SHA-256 of the full text is kept).
+	Description string
+	// Mechanism names the mechanism (setunion.Mechanism string), if any.
+	Mechanism string
+	// Connection is the MySQL connection id, if any.
+	Connection uint32
+}
+
+// Record is one audit record: a charge as it was committed.
+type Record struct {
+	Seq      uint64    `json:"seq"`
+	Time     time.Time `json:"time"`
+	Analyst  string    `json:"analyst"`
+	Database string    `json:"database"`
+	Epsilon  float64   `json:"epsilon"`
+	Delta    float64   `json:"delta"`
+	// Description is the (possibly cut) description of Meta; DescriptionSHA256
+	// is the hex SHA-256 of the full description when it was cut.
+	Description       string `json:"description,omitempty"`
+	DescriptionSHA256 string `json:"description_sha256,omitempty"`
+	Mechanism         string `json:"mechanism,omitempty"`
+	Connection        uint32 `json:"connection,omitempty"`
+}
+
+// Receipt is returned by a successful Charge.
+type Receipt struct {
+	// Seq is the audit sequence number of the charge (increasing).
+	Seq uint64
+	// Balance is the account after the charge.
+	Balance Balance
+}
+
+// ChargeError explains a refused charge. It unwraps to ErrNoBudget,
+// ErrBudgetExceeded or ErrCapExceeded.
+type ChargeError struct {
+	Kind      error
+	Analyst   string
+	Database  string
+	Requested Amount
+	// Balance is the account at the time of the refusal (zero for
+	// ErrNoBudget on an unknown account).
+	Balance Balance
+}
+
+func (e *ChargeError) Error() string {
+	b := e.Balance
+	switch e.Kind {
+	case ErrNoBudget:
+		if b.Analyst != "" && !b.Configured {
+			return fmt.Sprintf("no privacy budget: analyst %q no longer has a budget on database %q (removed from the configuration; spent %s); an administrator must add one", e.Analyst, e.Database, b.Spent)
+		}
+		return fmt.Sprintf("no privacy budget: analyst %q has no budget on database %q; an administrator must add one to the configuration", e.Analyst, e.Database)
+	case ErrCapExceeded:
+		return fmt.Sprintf("per-release privacy cap exceeded: this release asks for %s but one release on database %q may use at most %s; lower dp_epsilon/dp_delta", e.Requested, e.Database, capString(b.MaxRelease))
+	default:
+		return fmt.Sprintf("privacy budget exceeded: this release needs %s but analyst %q has only %s left on database %q (budget %s, spent %s in %d releases); lower dp_epsilon/dp_delta or ask an administrator for more budget", e.Requested, e.Analyst, b.Remaining, e.Database, b.Budget, b.Spent, b.Releases)
+	}
+}
+
+// Unwrap returns the kind of refusal.
+func (e *ChargeError) Unwrap() error { return e.Kind }
+
+func capString(c Amount) string {
+	var parts []string
+	if c.Epsilon > 0 {
+		parts = append(parts, "ε="+fmtFloat(c.Epsilon))
+	}
+	if c.Delta > 0 {
+		parts = append(parts, "δ="+fmtFloat(c.Delta))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Options configures Open.
+type Options struct {
+	// LockTimeout is how long to wait for the exclusive lock on the ledger
+	// file; zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Now returns the time stamped on audit records; nil means time.Now.
+	Now func() time.Time
+}
+
+// Ledger is an open ledger. Its methods are safe for concurrent use; charges
+// are serialised by bbolt's single writer.
+type Ledger struct {
+	db   *bolt.DB
+	path string
+	now  func() time.Time
+}
+
+// Open opens (creating if needed) the ledger in directory dir. It fails with
+// an error wrapping ErrInUse if another process holds the ledger.
+func Open(dir string, o Options) (*Ledger, error) {
+	if dir == "" {
+		return nil, errors.New("ledger: no data directory given")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: cannot create data directory: %w", err)
+	}
+	timeout := o.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("ledger: %w: could not lock %s within %v; another dpsql is using data directory %s: stop it or choose another data directory", ErrInUse, path, timeout, dir)
+		}
+		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
+	}
+	l := &Ledger{db: db, path: path, now: o.Now}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(keyVersion); v != nil {
+			if n, _ := strconv.Atoi(string(v)); n != formatVersion {
+				return fmt.Errorf("ledger format %q is not supported by this dpsql (it reads format %d); use the dpsql version that wrote it", v, formatVersion)
+			}
+		} else if err := meta.Put(keyVersion, []byte(strconv.Itoa(formatVersion))); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketAccounts); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketAudit)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger: %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Path returns the ledger file's path.
+func (l *Ledger) Path() string { return l.path }
+
+// Close closes the ledger and releases its lock.
+func (l *Ledger) Close() error { return l.db.Close() }
+
+// account is the stored form of an account. Amounts are exact rationals
+// (big.Rat text, e.g. "3/10").
+type account struct {
+	Analyst     string    `json:"analyst"`
+	Database    string    `json:"database"`
+	BudgetEps   string    `json:"budget_epsilon"`
+	BudgetDelta string    `json:"budget_delta"`
+	CapEps      string    `json:"max_release_epsilon"`
+	CapDelta    string    `json:"max_release_delta"`
+	SpentEps    string    `json:"spent_epsilon"`
+	SpentDelta  string    `json:"spent_delta"`
+	Releases    int64     `json:"releases"`
+	LastCharge  time.Time `json:"last_charge,omitzero"`
+	Configured  bool      `json:"configured"`
+}
+
+// storedRecord is the stored form of a Record, with exact amounts.
+type storedRecord struct {
+	Record
+	EpsExact   string `json:"epsilon_exact"`
+	DeltaExact string `json:"delta_exact"`
+}
+
+// dbKey is the key of a database inside an analyst's bucket: database names
+// are case-insensitive, as in go-mysql-server.
+func dbKey(database string) []byte { return []byte(strings.ToLower(database)) }
+
+// SetLimits makes limits the configured allowances, in one transaction:
+// listed accounts get their budget and caps (keeping what they spent), and
+// accounts missing from limits are marked unconfigured (they keep their
+// history and can no longer be charged). Call it at start with the
+// configuration's budgets.
+func (l *Ledger) SetLimits(ctx context.Context, limits []Limit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, lim := range limits {
+		if err := validateLimit(lim); err != nil {
+			return err
+		}
+		k := lim.Analyst + "\x00" + strings.ToLower(lim.Database)
+		if seen[k] {
+			return fmt.Errorf("ledger: analyst %q has two budgets for database %q", lim.Analyst, lim.Database)
+		}
+		seen[k] = true
+	}
+	return l.db.Update(func(tx *bolt.Tx) error {
+		accounts := tx.Bucket(bucketAccounts)
+		// Unconfigure everything, then configure what is listed.
+		err := accounts.ForEachBucket(func(analyst []byte) error {
+			b := accounts.Bucket(analyst)
+			return b.ForEach(func(k, v []byte) error {
+				var a account
+				if err := json.Unmarshal(v, &a); err != nil {
+					return fmt.Errorf("corrupt account %q/%q: %w", analyst, k, err)
+				}
+				if !a.Configured {
+					return nil
+				}
+				a.Configured = false
+				a.BudgetEps, a.BudgetDelta, a.CapEps, a.CapDelta = "0", "0", "0", "0"
+				return putJSON(b, k, a)
+			})
+		})
+		if err != nil {
+			return err
+		}
+		for _, lim := range limits {
+			b, err := accounts.CreateBucketIfNotExists([]byte(lim.Analyst))
+			if err != nil {
+				return err
+			}
+			a := account{Analyst: lim.Analyst, Database: lim.Database, SpentEps: "0", SpentDelta: "0"}
+			if v := b.Get(dbKey(lim.Database)); v != nil {
+				if err := json.Unmarshal(v, &a); err != nil {
+					return fmt.Errorf("corrupt account %q/%q: %w", lim.Analyst, lim.Database, err)
+				}
+			}
+			a.Database = lim.Database
+			a.BudgetEps = exact(lim.Budget.Epsilon).RatString()
+			a.BudgetDelta = exact(lim.Budget.Delta).RatString()
+			a.CapEps = exact(lim.MaxRelease.Epsilon).RatString()
+			a.CapDelta = exact(lim.MaxRelease.Delta).RatString()
+			a.Configured = true
+			if err := putJSON(b, dbKey(lim.Database), a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func validateLimit(lim Limit) error {
+	if lim.Analyst == "" || lim.Database == "" {
+		return fmt.Errorf("ledger: a budget needs an analyst and a database (got %q, %q)", lim.Analyst, lim.Database)
+	}
+	where := fmt.Sprintf("budget of analyst %q on database %q", lim.Analyst, lim.Database)
+	if !(lim.Budget.Epsilon > 0) || math.IsInf(lim.Budget.Epsilon, 0) {
+		return fmt.Errorf("ledger: %s: epsilon must be a finite number > 0, got %v", where, lim.Budget.Epsilon)
+	}
+	if !(lim.Budget.Delta >= 0 && lim.Budget.Delta < 1) {
+		return fmt.Errorf("ledger: %s: delta must be ≥ 0 and < 1, got %v", where, lim.Budget.Delta)
+	}
+	if !(lim.MaxRelease.Epsilon >= 0) || math.IsInf(lim.MaxRelease.Epsilon, 0) {
+		return fmt.Errorf("ledger: %s: the per-release epsilon cap must be a finite number ≥ 0 (0: no cap), got %v", where, lim.MaxRelease.Epsilon)
+	}
+	if !(lim.MaxRelease.Delta >= 0 && lim.MaxRelease.Delta < 1) {
+		return fmt.Errorf("ledger: %s: the per-release delta cap must be ≥ 0 and < 1 (0: no cap), got %v", where, lim.MaxRelease.Delta)
+	}
+	return nil
+}
+
+// validateCost checks the (ε, δ) of a release.
+func validateCost(eps, delta float64) error {
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return fmt.Errorf("ledger: a release's epsilon must be a finite number > 0, got %v", eps)
+	}
+	if !(delta >= 0 && delta < 1) {
+		return fmt.Errorf("ledger: a release's delta must be ≥ 0 and < 1, got %v", delta)
+	}
+	return nil
+}
+
+// Charge records a release of (eps, delta) by analyst on database, after
+// checking that it respects the per-release caps and fits the remaining
+// budget (see the package documentation). The check, the new totals and the
+// audit record are committed together and synced to disk before Charge
+// returns. A refusal changes nothing and returns a *ChargeError; the caller
+// must then not run or send the release.
+func (l *Ledger) Charge(ctx context.Context, analyst, database string, eps, delta float64, meta Meta) (Receipt, error) {
+	if err := ctx.Err(); err != nil {
+		return Receipt{}, err
+	}
+	if err := validateCost(eps, delta); err != nil {
+		return Receipt{}, err
+	}
+	var rec Receipt
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAccounts).Bucket([]byte(analyst))
+		var v []byte
+		if b != nil {
+			v = b.Get(dbKey(database))
+		}
+		if v == nil {
+			return &ChargeError{Kind: ErrNoBudget, Analyst: analyst, Database: database, Requested: Amount{eps, delta}}
+		}
+		var a account
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("ledger: corrupt account %q/%q: %w", analyst, database, err)
+		}
+		st, err := a.state()
+		if err != nil {
+			return err
+		}
+		newEps, newDelta, err := decide(a, st, eps, delta)
+		if err != nil {
+			return err
+		}
+
+		audit := tx.Bucket(bucketAudit)
+		seq, err := audit.NextSequence()
+		if err != nil {
+			return err
+		}
+		now := l.now().UTC()
+		r := storedRecord{
+			Record: Record{
+				Seq: seq, Time: now, Analyst: analyst, Database: a.Database,
+				Epsilon: eps, Delta: delta, Mechanism: meta.Mechanism, Connection: meta.Connection,
+			},
+			EpsExact: exact(eps).RatString(), DeltaExact: exact(delta).RatString(),
+		}
+		r.Description, r.DescriptionSHA256 = cutDescription(meta.Description)
+		if err := putJSON(audit, seqKey(seq), r); err != nil {
+			return err
+		}
+		a.SpentEps, a.SpentDelta = newEps.RatString(), newDelta.RatString()
+		a.Releases++
+		a.LastCharge = now
+		if err := putJSON(b, dbKey(database), a); err != nil {
+			return err
+		}
+		st.spentEps, st.spentDelta = newEps, newDelta
+		rec = Receipt{Seq: seq, Balance: st.balance(a)}
+		return nil
+	})
+	if err != nil {
+		return Receipt{}, err
+	}
+	return rec, nil
+}
+
+// Check reports, without charging, whether a release of (eps, delta) by
+// analyst on database would be accepted now; it returns the *ChargeError
+// Charge would return. It is advisory (another connection may spend the
+// budget in between); only Charge decides.
+func (l *Ledger) Check(analyst, database string, eps, delta float64) error {
+	if err := validateCost(eps, delta); err != nil {
+		return err
+	}
+	return l.db.View(func(tx *bolt.Tx) error {
+		a, st, err := getAccount(tx, analyst, database)
+		if errors.Is(err, ErrNoBudget) {
+			return &ChargeError{Kind: ErrNoBudget, Analyst: analyst, Database: database, Requested: Amount{eps, delta}}
+		}
+		if err != nil {
+			return err
+		}
+		_, _, err = decide(a, st, eps, delta)
+		return err
+	})
+}
+
+// decide applies the rules of the package documentation to a release of
+// (eps, delta) on account a and returns the new spent totals, or the
+// *ChargeError that refuses it.
+func decide(a account, st state, eps, delta float64) (newEps, newDelta *big.Rat, err error) {
+	refuse := func(kind error) error {
+		return &ChargeError{Kind: kind, Analyst: a.Analyst, Database: a.Database, Requested: Amount{eps, delta}, Balance: st.balance(a)}
+	}
+	if !a.Configured {
+		return nil, nil, refuse(ErrNoBudget)
+	}
+	reqEps, reqDelta := exact(eps), exact(delta)
+	if (st.capEps.Sign() > 0 && reqEps.Cmp(st.capEps) > 0) || (st.capDelta.Sign() > 0 && reqDelta.Cmp(st.capDelta) > 0) {
+		return nil, nil, refuse(ErrCapExceeded)
+	}
+	newEps = new(big.Rat).Add(st.spentEps, reqEps)
+	newDelta = new(big.Rat).Add(st.spentDelta, reqDelta)
+	if newEps.Cmp(st.budgetEps) > 0 || newDelta.Cmp(st.budgetDelta) > 0 {
+		return nil, nil, refuse(ErrBudgetExceeded)
+	}
+	return newEps, newDelta, nil
+}
+
+// Balance returns the account of analyst on database; the error wraps
+// ErrNoBudget if there is none.
+func (l *Ledger) Balance(analyst, database string) (Balance, error) {
+	var bal Balance
+	err := l.db.View(func(tx *bolt.Tx) error {
+		a, st, err := getAccount(tx, analyst, database)
+		if err != nil {
+			return err
+		}
+		bal = st.balance(a)
+		return nil
+	})
+	return bal, err
+}
+
+// Balances returns the accounts of analyst, or of every analyst if analyst
+// is "" (for administrators), sorted by analyst and database. Unconfigured
+// accounts with history are included (Configured false).
+func (l *Ledger) Balances(analyst string) ([]Balance, error) {
+	var out []Balance
+	err := l.db.View(func(tx *bolt.Tx) error {
+		accounts := tx.Bucket(bucketAccounts)
+		visit := func(b *bolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				var a account
+				if err := json.Unmarshal(v, &a); err != nil {
+					return fmt.Errorf("ledger: corrupt account %q: %w", k, err)
+				}
+				st, err := a.state()
+				if err != nil {
+					return err
+				}
+				out = append(out, st.balance(a))
+				return nil
+			})
+		}
+		if analyst != "" {
+			if b := accounts.Bucket([]byte(analyst)); b != nil {
+				return visit(b)
+			}
+			return nil
+		}
+		return accounts.ForEachBucket(func(k []byte) error { return visit(accounts.Bucket(k)) })
+	})
+	slices.SortFunc(out, func(a, b Balance) int {
+		if c := strings.Compare(a.Analyst, b.Analyst); c != 0 {
+			return c
+		}
+		return strings.Compare(strings.ToLower(a.Database), strings.ToLower(b.Database))
+	})
+	return out, err
+}
+
+// AuditFilter selects audit records.
+type AuditFilter struct {
+	// Analyst and Database, when set, keep only their records (Database
+	// case-insensitively).
+	Analyst  string
+	Database string
+	// After keeps records with Seq > After.
+	After uint64
+	// Limit caps the number of records returned (0: all).
+	Limit int
+}
+
+// Audit returns the audit records matching f in commit order.
+func (l *Ledger) Audit(f AuditFilter) ([]Record, error) {
+	var out []Record
+	err := l.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketAudit).Cursor()
+		for k, v := c.Seek(seqKey(f.After + 1)); k != nil; k, v = c.Next() {
+			var r storedRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("ledger: corrupt audit record %x: %w", k, err)
+			}
+			if f.Analyst != "" && r.Analyst != f.Analyst {
+				continue
+			}
+			if f.Database != "" && !strings.EqualFold(r.Database, f.Database) {
+				continue
+			}
+			out = append(out, r.Record)
+			if f.Limit > 0 && len(out) >= f.Limit {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Verify checks the ledger's consistency: bbolt's structural check, and that
+// every account's spent totals and release count equal the sums over its
+// audit records (exactly). It reads the whole audit trail.
+func (l *Ledger) Verify() error {
+	return l.db.View(func(tx *bolt.Tx) error {
+		var damaged error
+		for err := range tx.Check() { // drain: Check's goroutine sends every error
+			if damaged == nil {
+				damaged = err
+			}
+		}
+		if damaged != nil {
+			return fmt.Errorf("ledger: %s is damaged: %w", l.path, damaged)
+		}
+		type sums struct {
+			eps, delta big.Rat
+			n          int64
+		}
+		got := map[string]*sums{}
+		err := tx.Bucket(bucketAudit).ForEach(func(k, v []byte) error {
+			var r storedRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("corrupt audit record %x: %w", k, err)
+			}
+			key := r.Analyst + "\x00" + strings.ToLower(r.Database)
+			s := got[key]
+			if s == nil {
+				s = &sums{}
+				got[key] = s
+			}
+			e, ok1 := new(big.Rat).SetString(r.EpsExact)
+			d, ok2 := new(big.Rat).SetString(r.DeltaExact)
+			if !ok1 || !ok2 {
+				return fmt.Errorf("corrupt audit record %d: amounts %q, %q", r.Seq, r.EpsExact, r.DeltaExact)
+			}
+			s.eps.Add(&s.eps, e)
+			s.delta.Add(&s.delta, d)
+			s.n++
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: %w", err)
+		}
+		accounts := tx.Bucket(bucketAccounts)
+		err = accounts.ForEachBucket(func(analyst []byte) error {
+			return accounts.Bucket(analyst).ForEach(func(k, v []byte) error {
+				var a account
+				if err := json.Unmarshal(v, &a); err != nil {
+					return fmt.Errorf("corrupt account %q/%q: %w", analyst, k, err)
+				}
+				st, err := a.state()
+				if err != nil {
+					return err
+				}
+				key := string(analyst) + "\x00" + string(k)
+				s := got[key]
+				if s == nil {
+					s = &sums{}
+				}
+				delete(got, key)
+				if st.spentEps.Cmp(&s.eps) != 0 || st.spentDelta.Cmp(&s.delta) != 0 || a.Releases != s.n {
+					return fmt.Errorf("account %q/%q: spent ε=%s, δ=%s in %d releases but the audit records sum to ε=%s, δ=%s in %d",
+						analyst, a.Database, a.SpentEps, a.SpentDelta, a.Releases, s.eps.RatString(), s.delta.RatString(), s.n)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: %w", err)
+		}
+		for key := range got {
+			return fmt.Errorf("ledger: audit records for %q have no account", strings.ReplaceAll(key, "\x00", "/"))
+		}
+		return nil
+	})
+}
+
+// state is an account's amounts as exact rationals.
+type state struct {
+	budgetEps, budgetDelta, capEps, capDelta, spentEps, spentDelta *big.Rat
+}
+
+func (a account) state() (state, error) {
+	var st state
+	for _, f := range []struct {
+		dst **big.Rat
+		s   string
+	}{
+		{&st.budgetEps, a.BudgetEps}, {&st.budgetDelta, a.BudgetDelta},
+		{&st.capEps, a.CapEps}, {&st.capDelta, a.CapDelta},
+		{&st.spentEps, a.SpentEps}, {&st.spentDelta, a.SpentDelta},
+	} {
+		r, ok := new(big.Rat).SetString(f.s)
+		if !ok {
+			return st, fmt.Errorf("ledger: corrupt account %q/%q: amount %q", a.Analyst, a.Database, f.s)
+		}
+		*f.dst = r
+	}
+	return st, nil
+}
+
+func (st state) balance(a account) Balance {
+	rem := func(budget, spent *big.Rat) float64 {
+		r := new(big.Rat).Sub(budget, spent)
+		if r.Sign() < 0 {
+			return 0
+		}
+		return toFloat(r)
+	}
+	return Balance{
+		Analyst:    a.Analyst,
+		Database:   a.Database,
+		Budget:     Amount{toFloat(st.budgetEps), toFloat(st.budgetDelta)},
+		Spent:      Amount{toFloat(st.spentEps), toFloat(st.spentDelta)},
+		Remaining:  Amount{rem(st.budgetEps, st.spentEps), rem(st.budgetDelta, st.spentDelta)},
+		MaxRelease: Amount{toFloat(st.capEps), toFloat(st.capDelta)},
+		Releases:   a.Releases,
+		LastCharge: a.LastCharge,
+		Configured: a.Configured,
+	}
+}
+
+func getAccount(tx *bolt.Tx, analyst, database string) (account, state, error) {
+	var a account
+	b := tx.Bucket(bucketAccounts).Bucket([]byte(analyst))
+	var v []byte
+	if b != nil {
+		v = b.Get(dbKey(database))
+	}
+	if v == nil {
+		return a, state{}, fmt.Errorf("ledger: %w: analyst %q has no budget on database %q", ErrNoBudget, analyst, database)
+	}
+	if err := json.Unmarshal(v, &a); err != nil {
+		return a, state{}, fmt.Errorf("ledger: corrupt account %q/%q: %w", analyst, database, err)
+	}
+	st, err := a.state()
+	return a, st, err
+}
+
+// exact returns the shortest decimal that round-trips x, as a rational.
+func exact(x float64) *big.Rat {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(x, 'g', -1, 64))
+	if !ok {
+		panic(fmt.Sprintf("ledger: cannot convert %v", x)) // callers validated x is finite
+	}
+	return r
+}
+
+func toFloat(r *big.Rat) float64 {
+	f, _ := r.Float64()
+	return f
+}
+
+func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+func putJSON(b *bolt.Bucket, k []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, data)
+}
+
+// cutDescription cuts s to MaxDescription bytes at a rune boundary and
+// returns the SHA-256 of s when it was cut.
+func cutDescription(s string) (string, string) {
+	if len(s) <= MaxDescription {
+		return s, ""
+	}
+	sum := sha256.Sum256([]byte(s))
+	cut := MaxDescription
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], hex.EncodeToString(sum[:])
+}
