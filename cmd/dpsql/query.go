@@ -42,7 +42,7 @@ type dataFlags struct {
 const defaultLoadDB = "data"
 
 func (d *dataFlags) register(fs *flag.FlagSet) {
-	fs.Var(&d.loads, "load", "load a TSV/CSV file (.gz allowed) as a table: [DB.]TABLE[(COLUMN [TYPE], …)]=FILE; DB defaults to \""+defaultLoadDB+"\"; repeatable. Without a column list the first row is taken as a header when it looks like one, and types (BIGINT, DOUBLE, DATE, DATETIME, TEXT) are inferred")
+	fs.Var(&d.loads, "load", "load a file as a table: [DB.]TABLE[(COLUMN [TYPE], …)]=FILE; DB defaults to \""+defaultLoadDB+"\"; repeatable. Formats by name: .tsv, .csv, .jsonl/.ndjson/.json (JSON lines), .parquet; .gz allowed except for Parquet. Without a column list a TSV/CSV header row is detected, JSON lines take the first object's keys, Parquet its columns; types (BIGINT, DOUBLE, DATE, DATETIME, TEXT) are inferred")
 	fs.BoolVar(&d.noDemo, "no-demo", false, "do not create the demo database")
 	fs.BoolVar(&d.quiet, "quiet", false, "no progress or load messages on stderr")
 }

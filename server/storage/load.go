@@ -1,22 +1,28 @@
 package storage
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
-// RowSource yields the rows of a file as text fields. *tabfile.Reader
-// implements it; readers of other formats (JSON lines, Parquet) plug in by
-// implementing it too, and may also implement NamedSource and
-// ProgressSource.
+// RowSource yields the rows of a file as text fields; a nil field is NULL.
+// tabfile.Source (TSV, CSV, JSON lines, Parquet) implements it; other
+// readers plug in by implementing it too, and may also implement
+// NamedSource and ProgressSource.
 type RowSource interface {
 	// Next returns the fields of the next row, or io.EOF after the last.
 	// The slices are valid until the next call.
@@ -279,22 +285,145 @@ func specTyped(specs []ColumnSpec, name string) bool {
 	return false
 }
 
-// LoadFile loads a TSV or CSV file, gzip-compressed or not (by content),
-// into a table called name. The format follows the file name (.csv or
-// .csv.gz is CSV, anything else TSV) unless format is given.
+// LoadFile loads a file into a table called name: TSV or CSV (with header
+// detection), JSON lines (columns are the keys of the first object unless
+// declared) or Parquet (columns are the file's flat columns unless
+// declared); TSV, CSV and JSON lines may be gzip-compressed. The format
+// follows the file name (tabfile.FormatOf) unless given.
 func LoadFile(name, path string, format tabfile.Format, opts LoadOptions) (*Table, LoadInfo, error) {
 	if format == "" {
 		format = tabfile.FormatOf(path)
 	}
-	r, err := tabfile.Open(path, format)
-	if err != nil {
-		return nil, LoadInfo{}, err
-	}
-	defer r.Close()
 	if opts.Label == "" {
 		opts.Label = path
 	}
-	return Load(name, r, opts)
+	switch format {
+	case tabfile.TSV, tabfile.CSV:
+		r, err := tabfile.Open(path, format)
+		if err != nil {
+			return nil, LoadInfo{}, err
+		}
+		defer r.Close()
+		return Load(name, r, opts)
+	case tabfile.JSONL, tabfile.Parquet:
+		// These formats name their columns: select them by name, and read
+		// no header row.
+		var names []string
+		for _, c := range opts.Columns {
+			names = append(names, c.Name)
+		}
+		var err error
+		if len(names) == 0 {
+			if format == tabfile.JSONL {
+				names, err = jsonlKeys(path)
+			} else {
+				names, err = parquetColumns(path)
+			}
+			if err != nil {
+				return nil, LoadInfo{}, err
+			}
+		}
+		cols := make([]tabfile.Column, len(names))
+		for i, n := range names {
+			cols[i] = tabfile.Column{Name: n}
+		}
+		src, err := tabfile.OpenSource(path, tabfile.Options{Format: format, Columns: cols})
+		if err != nil {
+			return nil, LoadInfo{}, err
+		}
+		defer src.Close()
+		opts.Header = HeaderNo
+		if len(opts.Columns) == 0 {
+			return Load(name, namedSource{src, names}, opts)
+		}
+		return Load(name, src, opts)
+	}
+	return nil, LoadInfo{}, fmt.Errorf("%s: unknown format %q", path, format)
+}
+
+// namedSource gives a source the names of its columns.
+type namedSource struct {
+	tabfile.Source
+	names []string
+}
+
+func (n namedSource) Columns() []string { return n.names }
+
+// jsonlKeys returns the keys of the first object of a JSON-lines file (gzip
+// or not), in order.
+func jsonlKeys(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if peek, _ := br.Peek(2); len(peek) == 2 && peek[0] == 0x1f && peek[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("%s: the first line is not a JSON object: %v; declare the columns: --load 'TABLE(key, …)=FILE'", path, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("%s: the first line is not a JSON object; JSON lines hold one object per line", path)
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%s: line 1: %v", path, err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, fmt.Errorf("%s: line 1: %v", path, err)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: the first object has no keys; declare the columns: --load 'TABLE(key, …)=FILE'", path)
+	}
+	return keys, nil
+}
+
+// parquetColumns returns the flat (non-repeated) columns of a Parquet file,
+// nested names joined with dots.
+func parquetColumns(path string) (names []string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil { // parquet-go panics on some malformed files
+			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, r)
+		}
+	}()
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a readable Parquet file: %w", path, err)
+	}
+	schema := pf.Schema()
+	for _, c := range schema.Columns() {
+		if leaf, ok := schema.Lookup(c...); ok && leaf.MaxRepetitionLevel == 0 {
+			names = append(names, strings.Join(c, "."))
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s: no flat columns to load", path)
+	}
+	return names, nil
 }
 
 // rowEquals reports whether a row's fields are the names, ignoring case

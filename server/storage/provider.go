@@ -1,7 +1,7 @@
 // Package storage is a read-only, column-oriented, in-memory storage for
 // go-mysql-server: databases of immutable tables loaded from files (TSV,
-// CSV, gzip-compressed or not; other row sources plug in through
-// RowSource) or built in code.
+// CSV, JSON lines, Parquet through sqlext/tabfile; other row sources plug in
+// through RowSource) or built in code.
 //
 // Columns are typed (BIGINT, DOUBLE, TEXT, DATE, DATETIME); text is
 // dictionary-encoded so a scan allocates nothing per string value, and rows

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
@@ -37,12 +38,12 @@ func (s *sliceSource) Next() ([][]byte, error) {
 
 func (s *sliceSource) Line() int64 { return int64(s.i) }
 
-type namedSource struct {
+type namedSlice struct {
 	sliceSource
 	names []string
 }
 
-func (s *namedSource) Columns() []string { return s.names }
+func (s *namedSlice) Columns() []string { return s.names }
 
 func rows(t *testing.T, tbl sql.Table) []sql.Row {
 	t.Helper()
@@ -214,7 +215,7 @@ func TestLoadSpecColumnsAndErrors(t *testing.T) {
 		t.Fatal("empty file accepted")
 	}
 	// A source that names its columns.
-	ns := &namedSource{sliceSource: sliceSource{rows: [][]string{{"1", "x"}}}, names: []string{"k", "v"}}
+	ns := &namedSlice{sliceSource: sliceSource{rows: [][]string{{"1", "x"}}}, names: []string{"k", "v"}}
 	tbl, info, err = Load("t", ns, LoadOptions{})
 	if err != nil || info.Header || tbl.Columns()[0].Name != "k" || tbl.Columns()[0].Type != BigInt {
 		t.Fatalf("%+v %v", info, err)
@@ -344,5 +345,59 @@ func TestRowCountsAndProvider(t *testing.T) {
 	}
 	if tbl.Schema()[0].DatabaseSource != "Sales" {
 		t.Fatalf("schema database %q", tbl.Schema()[0].DatabaseSource)
+	}
+}
+
+func TestLoadJSONLinesAndParquet(t *testing.T) {
+	dir := t.TempDir()
+	jl := filepath.Join(dir, "events.jsonl.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	io.WriteString(zw, `{"user": 1, "url": "a.example", "day": "2024-01-02", "meta": {"k": 1}}`+"\n")
+	io.WriteString(zw, `{"url": "b.example", "user": 2, "day": null}`+"\n\n")
+	zw.Close()
+	os.WriteFile(jl, buf.Bytes(), 0o644)
+	tbl, info, err := LoadFile("events", jl, "", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range info.Columns {
+		cols = append(cols, c.Name+" "+c.Type.String())
+	}
+	if strings.Join(cols, ", ") != "user BIGINT, url TEXT, day DATE, meta TEXT" || info.Header {
+		t.Fatalf("columns %v, header %v", cols, info.Header)
+	}
+	got := rows(t, tbl)
+	if len(got) != 2 || got[1][0] != int64(2) || got[1][2] != nil || got[1][3] != nil || got[0][3] != `{"k":1}` {
+		t.Fatalf("rows %v", got)
+	}
+	// Declared columns select keys.
+	tbl, _, err = LoadFile("events", jl, "", LoadOptions{Columns: []ColumnSpec{{Name: "url"}, {Name: "user", Type: Text, Typed: true}}})
+	if err != nil || rows(t, tbl)[0][1] != "1" {
+		t.Fatalf("%v %v", err, rows(t, tbl))
+	}
+
+	type visit struct {
+		User  int64    `parquet:"user_id"`
+		Item  string   `parquet:"item"`
+		Score *float64 `parquet:"score,optional"`
+	}
+	pq := filepath.Join(dir, "visits.parquet")
+	half := 0.5
+	if err := parquet.WriteFile(pq, []visit{{1, "x", &half}, {2, "y", nil}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, info, err = LoadFile("visits", pq, "", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols = cols[:0]
+	for _, c := range info.Columns {
+		cols = append(cols, c.Name+" "+c.Type.String())
+	}
+	got = rows(t, tbl)
+	if strings.Join(cols, ", ") != "user_id BIGINT, item TEXT, score DOUBLE" || len(got) != 2 || got[0][2] != 0.5 || got[1][2] != nil {
+		t.Fatalf("columns %v rows %v", cols, got)
 	}
 }

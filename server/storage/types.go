@@ -80,8 +80,12 @@ type Column struct {
 }
 
 // isNull reports whether a text field means NULL for a column of type t:
-// MySQL's \N always, and the empty field for every type but TEXT.
+// a nil field (a source's NULL) and MySQL's \N always, and the empty field
+// for every type but TEXT.
 func isNull(t Type, f []byte) bool {
+	if f == nil {
+		return true
+	}
 	if len(f) == 2 && f[0] == '\\' && f[1] == 'N' {
 		return true
 	}
