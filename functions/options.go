@@ -1,0 +1,226 @@
+package functions
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+// Option is one key=value pair of an options string such as
+// 'epsilon=1, delta=1e-6, max_items=50'. Key is lower-cased; both are
+// trimmed of surrounding space.
+type Option struct {
+	Key   string
+	Value string
+}
+
+// SplitOptions tokenises an options string: key=value pairs separated by
+// commas, keys case-insensitive, surrounding space ignored, empty pairs (a
+// trailing comma) skipped. It rejects a pair without '=', an empty key or
+// value, a value holding another '=' (a missing comma) and a key given twice.
+// fn names the SQL function in error messages.
+func SplitOptions(fn, s string) ([]Option, error) {
+	var out []Option
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		k, v = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(v)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%s: option %q has no value: write key=value pairs separated by commas, e.g. 'epsilon=1, delta=1e-6'", fn, part)
+		case k == "":
+			return nil, fmt.Errorf("%s: option %q has no name: write key=value pairs separated by commas, e.g. 'epsilon=1, delta=1e-6'", fn, part)
+		case v == "":
+			return nil, fmt.Errorf("%s: option %s has an empty value", fn, k)
+		case strings.Contains(v, "="):
+			return nil, fmt.Errorf("%s: option %s has the value %q, which contains '=': separate options with commas", fn, k, v)
+		}
+		for _, o := range out {
+			if o.Key == k {
+				return nil, fmt.Errorf("%s: option %s is given twice", fn, k)
+			}
+		}
+		out = append(out, Option{Key: k, Value: v})
+	}
+	return out, nil
+}
+
+// OptionSet is the set of options a SQL function accepts: each key with a
+// typed setter. DP_SET_UNION uses the keys of AddSetUnion; a function that
+// needs more keys (DP_NGRAMS: max_n, eta, budget_split) adds them with Int,
+// Float and String before calling Parse.
+type OptionSet struct {
+	fn    string
+	keys  []string
+	apply map[string]func(string) error
+}
+
+// NewOptionSet returns an empty set for the SQL function fn (used in errors).
+func NewOptionSet(fn string) *OptionSet {
+	return &OptionSet{fn: fn, apply: map[string]func(string) error{}}
+}
+
+// Keys lists the accepted keys in the order they were added.
+func (s *OptionSet) Keys() []string { return slices.Clone(s.keys) }
+
+// Func adds key with a setter that parses its value; the setter's error is
+// reported as "FN: option KEY: ERR".
+func (s *OptionSet) Func(key string, set func(value string) error) {
+	key = strings.ToLower(key)
+	if _, dup := s.apply[key]; dup {
+		panic("functions: option " + key + " added twice")
+	}
+	s.keys = append(s.keys, key)
+	s.apply[key] = set
+}
+
+// Float adds a key whose value is a finite number stored in *dst.
+func (s *OptionSet) Float(key string, dst *float64) {
+	s.Func(key, func(v string) error {
+		f, err := ParseFloat(v)
+		if err != nil {
+			return err
+		}
+		*dst = f
+		return nil
+	})
+}
+
+// Int adds a key whose value is an integer stored in *dst.
+func (s *OptionSet) Int(key string, dst *int) {
+	s.Func(key, func(v string) error {
+		n, err := ParseInt(v)
+		if err != nil {
+			return err
+		}
+		*dst = n
+		return nil
+	})
+}
+
+// String adds a key whose value is stored in *dst as given.
+func (s *OptionSet) String(key string, dst *string) {
+	s.Func(key, func(v string) error { *dst = v; return nil })
+}
+
+// Parse applies every pair of the options string; keys not in the set, bad
+// values and repeated keys are errors that name the key and what is allowed.
+func (s *OptionSet) Parse(options string) error {
+	pairs, err := SplitOptions(s.fn, options)
+	if err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		set, ok := s.apply[p.Key]
+		if !ok {
+			return fmt.Errorf("%s: unknown option %q: the options are %s", s.fn, p.Key, strings.Join(s.keys, ", "))
+		}
+		if err := set(p.Value); err != nil {
+			return fmt.Errorf("%s: option %s: %w", s.fn, p.Key, err)
+		}
+	}
+	return nil
+}
+
+// ParseFloat parses a finite decimal number ("1", "0.5", "1e-6").
+func ParseFloat(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a finite number", v)
+	}
+	return f, nil
+}
+
+// ParseInt parses a decimal integer.
+func ParseInt(v string) (int, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%q is not an integer", v)
+	}
+	return int(n), nil
+}
+
+// AlphaDefault is the value of alpha (the dp_alpha variable or the alpha
+// option) that selects the mechanism's default cutoff parameter
+// (setunion.Mechanism.DefaultAlpha: 3 for the policies and the greedy
+// mechanisms).
+const AlphaDefault = -1.0
+
+// SetUnionParams are the DP set union options as SQL sees them: the core's
+// options plus the alpha sentinel. Mechanism is kept as typed so that errors
+// can quote it.
+type SetUnionParams struct {
+	Mechanism string
+	Epsilon   float64
+	Delta     float64
+	MaxItems  int
+	// Alpha is the cutoff parameter α ≥ 0, or AlphaDefault.
+	Alpha  float64
+	Rounds int
+}
+
+// DefaultSetUnionParams are the defaults of the session variables: those of
+// setunion.Defaults, with alpha left to the mechanism.
+func DefaultSetUnionParams() SetUnionParams {
+	d := setunion.Defaults()
+	return SetUnionParams{
+		Mechanism: string(d.Mechanism),
+		Epsilon:   d.Epsilon,
+		Delta:     d.Delta,
+		MaxItems:  d.MaxItems,
+		Alpha:     AlphaDefault,
+		Rounds:    d.Rounds,
+	}
+}
+
+// AddSetUnion adds the keys epsilon, delta, max_items, mechanism, alpha and
+// rounds, which set the fields of p. alpha also accepts "default".
+func (s *OptionSet) AddSetUnion(p *SetUnionParams) {
+	s.Float("epsilon", &p.Epsilon)
+	s.Float("delta", &p.Delta)
+	s.Int("max_items", &p.MaxItems)
+	s.String("mechanism", &p.Mechanism)
+	s.Func("alpha", func(v string) error {
+		if strings.EqualFold(v, "default") {
+			p.Alpha = AlphaDefault
+			return nil
+		}
+		f, err := ParseFloat(v)
+		if err != nil {
+			return err
+		}
+		p.Alpha = f
+		return nil
+	})
+	s.Int("rounds", &p.Rounds)
+}
+
+// Options validates p and converts it to the core's options. Errors name the
+// parameter, the value and the allowed range (see setunion.Options.Validate).
+// greedy_public is refused: it needs a public frequency table, which SQL
+// callers cannot pass.
+func (p SetUnionParams) Options() (setunion.Options, error) {
+	m, err := setunion.ParseMechanism(p.Mechanism)
+	if err != nil {
+		return setunion.Options{}, err
+	}
+	if m == setunion.GreedyPublic {
+		return setunion.Options{}, fmt.Errorf("mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)")
+	}
+	o := setunion.Options{Mechanism: m, Epsilon: p.Epsilon, Delta: p.Delta, MaxItems: p.MaxItems, Rounds: p.Rounds}
+	switch {
+	case p.Alpha == AlphaDefault:
+	case p.Alpha < 0:
+		return setunion.Options{}, fmt.Errorf("alpha must be a finite number ≥ 0, or -1 for the mechanism's default, got %v", p.Alpha)
+	default:
+		o.Alpha = setunion.Float(p.Alpha)
+	}
+	return o, o.Validate()
+}

@@ -1,0 +1,182 @@
+package functions
+
+import (
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+)
+
+// Names of the session variables that give DP functions their default
+// options. Every one can be SET for the session or globally; values out of
+// range are refused with MySQL error 1231 and a message saying what is
+// allowed.
+const (
+	VarEpsilon   = "dp_epsilon"
+	VarDelta     = "dp_delta"
+	VarMaxItems  = "dp_max_items"
+	VarMechanism = "dp_mechanism"
+	VarAlpha     = "dp_alpha"
+	VarRounds    = "dp_rounds"
+)
+
+// SystemVariables returns the definitions of the dp_* variables, with the
+// defaults of setunion.Defaults (alpha: AlphaDefault) and a NotifyChanged hook
+// that refuses out-of-range values. Register them with RegisterSystemVariables
+// before any session is created.
+func SystemVariables() []sql.SystemVariable {
+	d := DefaultSetUnionParams()
+	both := sql.GetMysqlScope(sql.SystemVariableScope_Both)
+	// The type bounds are wide on purpose: a value outside a type's bounds
+	// gets go-mysql-server's terse "can't be set" message, so the checks
+	// live in NotifyChanged, which explains the allowed range.
+	return []sql.SystemVariable{
+		&sql.MysqlSystemVariable{
+			Name: VarEpsilon, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemDoubleType(VarEpsilon, -math.MaxFloat64, math.MaxFloat64),
+			Default:       d.Epsilon,
+			NotifyChanged: check(VarEpsilon, func(p *SetUnionParams, v any) { p.Epsilon = asFloat(v) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarDelta, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemDoubleType(VarDelta, -math.MaxFloat64, math.MaxFloat64),
+			Default:       d.Delta,
+			NotifyChanged: check(VarDelta, func(p *SetUnionParams, v any) { p.Delta = asFloat(v) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarMaxItems, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemIntType(VarMaxItems, math.MinInt64, math.MaxInt64, false),
+			Default:       int64(d.MaxItems),
+			NotifyChanged: check(VarMaxItems, func(p *SetUnionParams, v any) { p.MaxItems = asInt(v) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarMechanism, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemStringType(VarMechanism),
+			Default:       d.Mechanism,
+			NotifyChanged: check(VarMechanism, func(p *SetUnionParams, v any) { p.Mechanism, _ = v.(string) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarAlpha, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemDoubleType(VarAlpha, -math.MaxFloat64, math.MaxFloat64),
+			Default:       d.Alpha,
+			NotifyChanged: check(VarAlpha, func(p *SetUnionParams, v any) { p.Alpha = asFloat(v) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarRounds, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemIntType(VarRounds, math.MinInt64, math.MaxInt64, false),
+			Default:       int64(d.Rounds),
+			NotifyChanged: check(VarRounds, func(p *SetUnionParams, v any) { p.Rounds = asInt(v) }),
+		},
+	}
+}
+
+var registerOnce sync.Once
+
+// RegisterSystemVariables adds the dp_* variables to go-mysql-server's global
+// registry (sql.SystemVariables), once per process: registering again would
+// reset values set with SET GLOBAL. Sessions snapshot the registry when they
+// are created, so call it before creating any session.
+func RegisterSystemVariables() {
+	registerOnce.Do(func() {
+		if sql.SystemVariables == nil {
+			panic("functions: sql.SystemVariables is nil; import github.com/dolthub/go-mysql-server/sql/variables")
+		}
+		sql.SystemVariables.AddSystemVariables(SystemVariables())
+	})
+}
+
+// check returns a NotifyChanged hook that validates a new value of one
+// variable on its own: the value is put into the defaults and the result
+// checked as DP_SET_UNION checks it, so a value is refused exactly when it
+// could never be used.
+func check(name string, set func(*SetUnionParams, any)) func(*sql.Context, sql.SystemVariableScope, sql.SystemVarValue) error {
+	return func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
+		p := DefaultSetUnionParams()
+		set(&p, v.Val)
+		_, err := p.Options()
+		if err != nil {
+			return mysql.NewSQLError(mysql.ERWrongValueForVar, mysql.SSClientError,
+				"Variable '%s' can't be set to the value of '%v': %s", name, v.Val, strings.TrimPrefix(err.Error(), name+": "))
+		}
+		return nil
+	}
+}
+
+func asFloat(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case int:
+		return float64(x)
+	}
+	return math.NaN()
+}
+
+func asInt(v any) int {
+	switch x := v.(type) {
+	case int64:
+		if x > math.MaxInt32 || x < math.MinInt32 {
+			return math.MinInt32 // out of every range
+		}
+		return int(x)
+	case int:
+		return x
+	case uint64:
+		if x > math.MaxInt32 {
+			return math.MinInt32
+		}
+		return int(x)
+	}
+	return math.MinInt32
+}
+
+// SessionParams reads the dp_* variables of ctx's session. A variable the
+// session does not know (the session was created before
+// RegisterSystemVariables ran) falls back to its global value, and without a
+// session everything falls back to the defaults.
+func SessionParams(ctx *sql.Context) SetUnionParams {
+	p := DefaultSetUnionParams()
+	if ctx == nil || ctx.Session == nil {
+		return p
+	}
+	get := func(name string) (any, bool) {
+		v, err := ctx.GetSessionVariable(ctx, name)
+		if err == nil && v != nil {
+			return v, true
+		}
+		if sql.SystemVariables != nil {
+			if _, gv, ok := sql.SystemVariables.GetGlobal(name); ok && gv != nil {
+				return gv, true
+			}
+		}
+		return nil, false
+	}
+	if v, ok := get(VarEpsilon); ok {
+		p.Epsilon = asFloat(v)
+	}
+	if v, ok := get(VarDelta); ok {
+		p.Delta = asFloat(v)
+	}
+	if v, ok := get(VarMaxItems); ok {
+		p.MaxItems = asInt(v)
+	}
+	if v, ok := get(VarMechanism); ok {
+		if s, ok := v.(string); ok {
+			p.Mechanism = s
+		}
+	}
+	if v, ok := get(VarAlpha); ok {
+		p.Alpha = asFloat(v)
+	}
+	if v, ok := get(VarRounds); ok {
+		p.Rounds = asInt(v)
+	}
+	return p
+}

@@ -1,0 +1,199 @@
+// Package bench measures DP_SET_UNION against the plain SQL queries it
+// replaces, on the same table in the same process: it is what `dpsql bench`
+// and the Go benchmarks of this package run.
+//
+// The table is (user_id TEXT, word TEXT) with one row per token of a
+// corpus's text (tokenized by sqlext/tokenize), for example the 4.4 million
+// tokens of git_python_ecosystem.tsv.gz.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+	"github.com/dpsql/dpsql/sqlext/tokenize"
+)
+
+// WordsTable reads a corpus (user_id<TAB>text rows, TSV or CSV, gzip or
+// not) and returns the table name(user_id TEXT, word TEXT) holding one row
+// per token. progress, if non-nil, receives status lines while it runs.
+func WordsTable(path, name string, progress io.Writer) (*storage.Table, error) {
+	r, err := tabfile.Open(path, tabfile.FormatOf(path))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := storage.NewTableBuilder(name, []storage.Column{
+		{Name: "user_id", Type: storage.Text, NotNull: true},
+		{Name: "word", Type: storage.Text, NotNull: true},
+	})
+	if err != nil {
+		return nil, err
+	}
+	users, words := b.Column(0), b.Column(1)
+	var sc tokenize.Scanner
+	var n atomic.Int64
+	stop := ticker(progress, func() string {
+		read, size := r.Progress()
+		return fmt.Sprintf("reading %s: %.0f%%, %d words", path, 100*float64(read)/float64(max(size, 1)), n.Load())
+	})
+	defer stop()
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, r.Line(), err)
+		}
+		if len(f) < 2 {
+			return nil, fmt.Errorf("%s: line %d has %d column(s); want user_id<TAB>text", path, r.Line(), len(f))
+		}
+		user := f[0]
+		sc.Each(f[1], func(tok []byte) {
+			users.AppendBytes(user)
+			words.AppendBytes(tok)
+			n.Add(1)
+		})
+	}
+	return b.Build()
+}
+
+// ticker calls status every second on w (if non-nil) until stopped.
+func ticker(w io.Writer, status func() string) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintln(w, status())
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// Query is one benchmarked statement.
+type Query struct {
+	Name string
+	SQL  string
+}
+
+// Queries are the statements compared on table: DP_SET_UNION and the two
+// non-private queries it stands in for. The last one is the baseline.
+func Queries(table string) []Query {
+	return []Query{
+		{"DP_SET_UNION", "SELECT DP_SET_UNION(word, user_id) FROM " + table},
+		{"COUNT(DISTINCT)", "SELECT COUNT(DISTINCT word) FROM " + table},
+		{"SELECT DISTINCT", "SELECT DISTINCT word FROM " + table},
+	}
+}
+
+// Run executes query on e and reads every row; it returns the number of
+// rows.
+func Run(ctx *sql.Context, e *sqle.Engine, query string) (int, error) {
+	_, it, _, err := e.Query(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		_, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			it.Close(ctx)
+			return n, err
+		}
+		n++
+	}
+	return n, it.Close(ctx)
+}
+
+// Result is the timing of one query over several runs.
+type Result struct {
+	Query
+	Rows  int
+	Times []time.Duration
+}
+
+// Min returns the fastest run.
+func (r Result) Min() time.Duration { return r.sorted()[0] }
+
+// Median returns the median run.
+func (r Result) Median() time.Duration {
+	s := r.sorted()
+	return s[len(s)/2]
+}
+
+func (r Result) sorted() []time.Duration {
+	s := append([]time.Duration(nil), r.Times...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s
+}
+
+// Measure runs each query runs times, interleaved (query 1, 2, 3, 1, 2, 3,
+// …) so that load changes on a shared machine hit all of them alike.
+// newCtx gives the context of each run.
+func Measure(newCtx func() *sql.Context, e *sqle.Engine, queries []Query, runs int) ([]Result, error) {
+	out := make([]Result, len(queries))
+	for i, q := range queries {
+		out[i].Query = q
+	}
+	for r := 0; r < runs; r++ {
+		for i, q := range queries {
+			start := time.Now()
+			n, err := Run(newCtx(), e, q.SQL)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", q.SQL, err)
+			}
+			out[i].Times = append(out[i].Times, time.Since(start))
+			out[i].Rows = n
+		}
+	}
+	return out, nil
+}
+
+// WriteTable prints results as a table, with each query's median time
+// relative to the last query's (the baseline).
+func WriteTable(w io.Writer, results []Result) error {
+	base := results[len(results)-1]
+	fmt.Fprintf(w, "%-64s %6s %10s %10s %12s\n", "query", "rows", "min", "median", "vs "+base.Name)
+	for _, r := range results {
+		ratio := float64(r.Median()) / float64(base.Median())
+		_, err := fmt.Fprintf(w, "%-64s %6d %10s %10s %11.2f×\n", r.SQL, r.Rows, round(r.Min()), round(r.Median()), ratio)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	}
+	return d.String()
+}

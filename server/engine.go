@@ -1,0 +1,91 @@
+// Package server assembles dpsql's go-mysql-server engine and runs it as a
+// MySQL-protocol server.
+//
+// NewEngine is the one constructor that installs everything dpsql adds to
+// go-mysql-server v0.20.0 — the DP_SET_UNION aggregate, the planner rules
+// that make it an aggregate, the parser guard, and the dp_* system
+// variables — so that any program embedding go-mysql-server can reuse it
+// with its own DatabaseProvider.
+package server
+
+import (
+	"context"
+	"fmt"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/analyzer"
+
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/server/storage"
+)
+
+// Config configures NewEngine.
+type Config struct {
+	// Provider serves the databases. Nil means an empty storage.Provider.
+	// Any sql.DatabaseProvider works (go-mysql-server's memory provider
+	// included; its tables then need memory.Session sessions).
+	Provider sql.DatabaseProvider
+	// Functions configures the DP functions (tests inject seeded
+	// randomness there; leave it zero in production).
+	Functions functions.Config
+	// Rules are analyzer rules installed after dpsql's own (planner.Rules).
+	Rules []planner.Rule
+	// Checks are parser checks run after dpsql's own (planner.CallCheck).
+	Checks []planner.Check
+	// Engine is passed to sqle.New (nil for the defaults).
+	Engine *sqle.Config
+}
+
+// NewEngine returns a go-mysql-server engine over cfg.Provider with dpsql's
+// SQL extension installed:
+//
+//   - the dp_* system variables (registered once per process, before any
+//     session exists: sessions snapshot the registry when created);
+//   - DP_SET_UNION in the engine's function registry;
+//   - planner.Rules() followed by cfg.Rules in a fresh analyzer (one
+//     analyzer per engine: sqle.New panics when given an analyzer twice);
+//   - a planner.GuardParser as the engine's and the analyzer's parser.
+func NewEngine(cfg Config) (*sqle.Engine, error) {
+	functions.RegisterSystemVariables()
+	pro := cfg.Provider
+	if pro == nil {
+		p, err := storage.NewProvider()
+		if err != nil {
+			return nil, err
+		}
+		pro = p
+	}
+	b, err := planner.Install(analyzer.NewBuilder(pro), append(planner.Rules(), cfg.Rules...))
+	if err != nil {
+		return nil, err
+	}
+	a := b.Build()
+	ctx := sql.NewEmptyContext()
+	if _, exists := a.Catalog.Function(ctx, functions.SetUnionName); exists {
+		return nil, fmt.Errorf("server: the provider already defines %s; let NewEngine install it", functions.SetUnionName)
+	}
+	a.Catalog.RegisterFunction(ctx, functions.SetUnionFunction(cfg.Functions))
+	parser := planner.NewGuardParser(sql.GlobalParser, cfg.Checks...)
+	a.Parser = parser
+	e := sqle.New(a, cfg.Engine)
+	e.Parser = parser
+	return e, nil
+}
+
+// NewContext returns a query context for e with a new session of user
+// (empty for a local, accountless caller) whose current database is db
+// (may be empty). Use it to run queries on an embedded engine:
+//
+//	ctx := server.NewContext(context.Background(), "", "demo")
+//	schema, iter, _, err := e.Query(ctx, "SELECT DP_SET_UNION(word, user_id) FROM words")
+func NewContext(parent context.Context, user, db string) *sql.Context {
+	functions.RegisterSystemVariables()
+	sess := sql.NewBaseSessionWithClientServer("localhost", sql.Client{User: user, Address: "localhost"}, 1)
+	ctx := sql.NewContext(parent, sql.WithSession(sess))
+	if db != "" {
+		ctx.SetCurrentDatabase(db)
+	}
+	return ctx
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	gms "github.com/dolthub/go-mysql-server/server"
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/dpsql/dpsql/functions"
+)
+
+// DefaultAddress is where the server listens unless told otherwise: the
+// loopback interface only, since the local server has no accounts.
+const DefaultAddress = "127.0.0.1:3306"
+
+// MySQLVersion is the server version reported in the handshake and by
+// @@version (go-mysql-server's defaults disagree with each other).
+const MySQLVersion = "8.0.33"
+
+// ServerConfig configures NewServer.
+type ServerConfig struct {
+	// Address to listen on (host:port); DefaultAddress if empty.
+	Address string
+	// Listener, if set, is used instead of listening on Address (tests
+	// pass a listener on 127.0.0.1:0).
+	Listener net.Listener
+	// DefaultDatabase is the current database of a connection that names
+	// none (empty: none).
+	DefaultDatabase string
+	// MaxConnections limits concurrent clients (0: unlimited).
+	MaxConnections uint64
+	// ConnReadTimeout closes connections idle that long and also bounds the
+	// time to the next row of a result (0: no limit, the default, since a
+	// release computes before its first row).
+	ConnReadTimeout time.Duration
+	// VersionComment is @@version_comment (default "dpsql").
+	VersionComment string
+}
+
+// Server is a MySQL-protocol server around an engine.
+type Server struct {
+	s    *gms.Server
+	addr string
+}
+
+// NewServer prepares a server for e; Start runs it. The dp_* variables are
+// registered (before the first session exists) and @@version and
+// @@version_comment are set, process-wide.
+func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
+	functions.RegisterSystemVariables()
+	if cfg.Address == "" {
+		cfg.Address = DefaultAddress
+	}
+	if cfg.Listener != nil {
+		cfg.Address = cfg.Listener.Addr().String()
+	}
+	comment := cfg.VersionComment
+	if comment == "" {
+		comment = "dpsql"
+	}
+	if err := sql.SystemVariables.AssignValues(map[string]any{
+		"version":         MySQLVersion,
+		"version_comment": comment,
+	}); err != nil {
+		return nil, err
+	}
+	gcfg := gms.Config{
+		Protocol:        "tcp",
+		Address:         cfg.Address,
+		Listener:        cfg.Listener,
+		Version:         MySQLVersion,
+		MaxConnections:  cfg.MaxConnections,
+		ConnReadTimeout: cfg.ConnReadTimeout,
+	}
+	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(cfg.DefaultDatabase), nil)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
+	}
+	return &Server{s: s, addr: s.Listener.Addr().String()}, nil
+}
+
+// sessionBuilder makes plain sessions (the local server has no accounts:
+// whatever user a client names is accepted).
+func sessionBuilder(defaultDB string) gms.SessionBuilder {
+	return func(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
+		client := sql.Client{Capabilities: conn.Capabilities}
+		if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
+			client.User, client.Address = u.User, u.Host
+		}
+		sess := sql.NewBaseSessionWithClientServer(addr, client, conn.ConnectionID)
+		if defaultDB != "" {
+			sess.SetCurrentDatabase(defaultDB)
+		}
+		return sess, nil
+	}
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// Start accepts connections until Close.
+func (s *Server) Start() error { return s.s.Start() }
+
+// Close stops accepting connections and closes the listener. Clients that
+// are connected are disconnected when the process ends; Shutdown waits for
+// them.
+func (s *Server) Close() error { return s.s.Close() }
+
+// Shutdown closes the server and waits up to timeout for connected clients
+// to finish, then returns.
+func (s *Server) Shutdown(timeout time.Duration) error {
+	err := s.Close()
+	done := make(chan struct{})
+	go func() {
+		s.s.SessionManager().WaitForClosedConnections()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+	return err
+}
