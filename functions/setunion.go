@@ -33,6 +33,10 @@ type Config struct {
 	// securerand.New (crypto/rand), the only choice that is private; tests
 	// inject securerand.NewSeeded to make releases reproducible.
 	Rand func() *rand.Rand
+	// Governor, when set, makes the engine a governed one: DP table
+	// functions refuse analysts what the governance forbids and charge
+	// their releases. Nil means ungoverned (see Governor).
+	Governor Governor
 }
 
 func (c Config) rand() *rand.Rand {
