@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -32,6 +33,15 @@ type ServerConfig struct {
 	// DefaultDatabase is the current database of a connection that names
 	// none (empty: none).
 	DefaultDatabase string
+	// DefaultDatabaseFor, when set, gives the current database of a
+	// connection that names none, by user name (overriding
+	// DefaultDatabase; "" for none).
+	DefaultDatabaseFor func(user string) string
+	// TLSConfig enables TLS (needed for caching_sha2_password logins);
+	// nil: no TLS.
+	TLSConfig *tls.Config
+	// RequireSecureTransport refuses connections without TLS.
+	RequireSecureTransport bool
 	// MaxConnections limits concurrent clients (0: unlimited).
 	MaxConnections uint64
 	// ConnReadTimeout closes connections idle that long and also bounds the
@@ -45,6 +55,7 @@ type ServerConfig struct {
 // Server is a MySQL-protocol server around an engine.
 type Server struct {
 	s    *gms.Server
+	e    *sqle.Engine
 	addr string
 }
 
@@ -69,32 +80,42 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	}); err != nil {
 		return nil, err
 	}
-	gcfg := gms.Config{
-		Protocol:        "tcp",
-		Address:         cfg.Address,
-		Listener:        cfg.Listener,
-		Version:         MySQLVersion,
-		MaxConnections:  cfg.MaxConnections,
-		ConnReadTimeout: cfg.ConnReadTimeout,
+	if cfg.RequireSecureTransport && cfg.TLSConfig == nil {
+		return nil, fmt.Errorf("server: RequireSecureTransport needs a TLSConfig")
 	}
-	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(cfg.DefaultDatabase), nil)
+	gcfg := gms.Config{
+		Protocol:               "tcp",
+		Address:                cfg.Address,
+		Listener:               cfg.Listener,
+		Version:                MySQLVersion,
+		MaxConnections:         cfg.MaxConnections,
+		ConnReadTimeout:        cfg.ConnReadTimeout,
+		TLSConfig:              cfg.TLSConfig,
+		RequireSecureTransport: cfg.RequireSecureTransport,
+	}
+	defaultDB := cfg.DefaultDatabaseFor
+	if defaultDB == nil {
+		defaultDB = func(string) string { return cfg.DefaultDatabase }
+	}
+	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB), nil)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
 	}
-	return &Server{s: s, addr: s.Listener.Addr().String()}, nil
+	return &Server{s: s, e: e, addr: s.Listener.Addr().String()}, nil
 }
 
-// sessionBuilder makes plain sessions (the local server has no accounts:
-// whatever user a client names is accepted).
-func sessionBuilder(defaultDB string) gms.SessionBuilder {
+// sessionBuilder makes plain sessions for the user the connection
+// authenticated as (the local server has no accounts: whatever user a
+// client names is accepted).
+func sessionBuilder(defaultDB func(user string) string) gms.SessionBuilder {
 	return func(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
 		client := sql.Client{Capabilities: conn.Capabilities}
 		if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
 			client.User, client.Address = u.User, u.Host
 		}
 		sess := sql.NewBaseSessionWithClientServer(addr, client, conn.ConnectionID)
-		if defaultDB != "" {
-			sess.SetCurrentDatabase(defaultDB)
+		if db := defaultDB(client.User); db != "" {
+			sess.SetCurrentDatabase(db)
 		}
 		return sess, nil
 	}
@@ -111,18 +132,45 @@ func (s *Server) Start() error { return s.s.Start() }
 // them.
 func (s *Server) Close() error { return s.s.Close() }
 
-// Shutdown closes the server and waits up to timeout for connected clients
-// to finish, then returns.
-func (s *Server) Shutdown(timeout time.Duration) error {
-	err := s.Close()
+// Shutdown stops the server gracefully: it stops accepting connections,
+// disconnects idle clients at once, lets running statements finish for up
+// to timeout (disconnecting each client as its statement ends), then
+// cancels the statements still running and disconnects their clients, and
+// waits briefly for the connections to wind down. It returns the number of
+// statements it had to cancel.
+func (s *Server) Shutdown(timeout time.Duration) (canceled int, err error) {
+	err = s.Close()
+	sm := s.s.SessionManager()
+	deadline := time.Now().Add(timeout)
+	for {
+		running := 0
+		for _, p := range s.e.ProcessList.Processes() {
+			if p.Command == sql.ProcessCommandQuery {
+				running++
+				continue
+			}
+			sm.KillConnection(p.Connection)
+		}
+		if running == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, p := range s.e.ProcessList.Processes() {
+		if p.Command == sql.ProcessCommandQuery {
+			canceled++
+		}
+		s.e.ProcessList.Kill(p.Connection)
+		sm.KillConnection(p.Connection)
+	}
 	done := make(chan struct{})
 	go func() {
-		s.s.SessionManager().WaitForClosedConnections()
+		sm.WaitForClosedConnections()
 		close(done)
 	}()
 	select {
 	case <-done:
-	case <-time.After(timeout):
+	case <-time.After(2 * time.Second):
 	}
-	return err
+	return canceled, err
 }

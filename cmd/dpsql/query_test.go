@@ -109,7 +109,7 @@ func TestServe(t *testing.T) {
 	defer func() { serveStop = nil }()
 	done := make(chan int, 1)
 	go func() {
-		done <- run([]string{"serve", "--addr", "127.0.0.1:0"}, io.Discard, pw)
+		done <- run([]string{"serve", "--ungoverned", "--addr", "127.0.0.1:0"}, io.Discard, pw)
 		pw.Close()
 	}()
 	addrRe := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)

@@ -1,0 +1,165 @@
+package governance
+
+import (
+	"fmt"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/server/ledger"
+)
+
+// BudgetName is the SQL name of the budget table function.
+const BudgetName = "dp_budget"
+
+// BudgetSchema are the columns of DP_BUDGET(), one row per (analyst,
+// database) account of the ledger:
+//
+//	analyst              the analyst's user name
+//	database_name        the database the budget applies to
+//	budget_epsilon       total ε the analyst may spend there (basic composition)
+//	budget_delta         total δ
+//	spent_epsilon        ε charged so far (sum over releases)
+//	spent_delta          δ charged so far
+//	remaining_epsilon    budget − spent, never below 0
+//	remaining_delta
+//	max_release_epsilon  cap on one release's ε (NULL: no cap besides the budget)
+//	max_release_delta    cap on one release's δ (NULL: none)
+//	releases             number of charged releases
+//	last_release         time (UTC) of the latest charge, NULL if none
+//	active               false once the budget was removed from the
+//	                     configuration (its history is kept; nothing more
+//	                     can be charged)
+func BudgetSchema() sql.Schema {
+	col := func(name string, t sql.Type, nullable bool) *sql.Column {
+		return &sql.Column{Name: name, Type: t, Nullable: nullable, Source: BudgetName}
+	}
+	return sql.Schema{
+		col("analyst", types.MustCreateStringWithDefaults(sqltypes.VarChar, 32), false),
+		col("database_name", types.MustCreateStringWithDefaults(sqltypes.VarChar, 64), false),
+		col("budget_epsilon", types.Float64, false),
+		col("budget_delta", types.Float64, false),
+		col("spent_epsilon", types.Float64, false),
+		col("spent_delta", types.Float64, false),
+		col("remaining_epsilon", types.Float64, false),
+		col("remaining_delta", types.Float64, false),
+		col("max_release_epsilon", types.Float64, true),
+		col("max_release_delta", types.Float64, true),
+		col("releases", types.Int64, false),
+		col("last_release", types.DatetimeMaxPrecision, true),
+		col("active", types.Boolean, false),
+	}
+}
+
+// BudgetFunction returns the DP_BUDGET() table function of g, to register
+// on the engine's provider (storage.Provider.RegisterTableFunction). An
+// analyst sees their own accounts; an administrator sees every analyst's.
+// Like every table function in go-mysql-server v0.20.0, it needs a current
+// database (any).
+func BudgetFunction(g *Governor) sql.TableFunction { return &budgetNode{gov: g} }
+
+type budgetNode struct {
+	gov *Governor
+	db  sql.Database
+}
+
+var (
+	_ sql.TableFunction = (*budgetNode)(nil)
+	_ sql.ExecSourceRel = (*budgetNode)(nil)
+)
+
+func (n *budgetNode) NewInstance(_ *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
+	if len(args) != 0 {
+		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
+			"Incorrect parameter count in the call to DP_BUDGET: it takes no arguments; filter with WHERE database_name = '…'")
+	}
+	return &budgetNode{gov: n.gov, db: db}, nil
+}
+
+func (n *budgetNode) Name() string                  { return BudgetName }
+func (n *budgetNode) String() string                { return "DP_BUDGET()" }
+func (n *budgetNode) Schema() sql.Schema            { return BudgetSchema() }
+func (n *budgetNode) Children() []sql.Node          { return nil }
+func (n *budgetNode) Resolved() bool                { return true }
+func (n *budgetNode) IsReadOnly() bool              { return true }
+func (n *budgetNode) Expressions() []sql.Expression { return nil }
+func (n *budgetNode) Database() sql.Database        { return n.db }
+
+func (n *budgetNode) WithChildren(children ...sql.Node) (sql.Node, error) {
+	if len(children) != 0 {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
+	}
+	return n, nil
+}
+
+func (n *budgetNode) WithExpressions(exprs ...sql.Expression) (sql.Node, error) {
+	if len(exprs) != 0 {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(exprs), 0)
+	}
+	return n, nil
+}
+
+func (n *budgetNode) WithDatabase(db sql.Database) (sql.Node, error) {
+	nn := *n
+	nn.db = db
+	return &nn, nil
+}
+
+// RowIter implements sql.ExecSourceRel.
+func (n *budgetNode) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
+	rows, err := n.gov.BudgetRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sql.RowsToRowIter(rows...), nil
+}
+
+// BudgetRows returns the rows DP_BUDGET() shows ctx's user.
+func (g *Governor) BudgetRows(ctx *sql.Context) ([]sql.Row, error) {
+	var (
+		bals []ledger.Balance
+		err  error
+	)
+	switch g.SessionRole(ctx) {
+	case Admin:
+		bals, err = g.ledger.Balances("")
+	default:
+		user := User(ctx)
+		if user == "" {
+			return nil, nil
+		}
+		bals, err = g.ledger.Balances(user)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("privacy budget ledger: %w", err)
+	}
+	rows := make([]sql.Row, 0, len(bals))
+	for _, b := range bals {
+		var capEps, capDelta, last any
+		if b.MaxRelease.Epsilon > 0 {
+			capEps = b.MaxRelease.Epsilon
+		}
+		if b.MaxRelease.Delta > 0 {
+			capDelta = b.MaxRelease.Delta
+		}
+		active := int8(0)
+		if b.Configured {
+			active = 1
+		}
+		if !b.LastCharge.IsZero() {
+			last = b.LastCharge.UTC()
+		}
+		rows = append(rows, sql.Row{
+			b.Analyst, b.Database,
+			b.Budget.Epsilon, b.Budget.Delta,
+			b.Spent.Epsilon, b.Spent.Delta,
+			b.Remaining.Epsilon, b.Remaining.Delta,
+			capEps, capDelta,
+			b.Releases, last, active,
+		})
+	}
+	return rows, nil
+}

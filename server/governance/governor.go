@@ -1,0 +1,258 @@
+// Package governance implements the policy of dpsql's governed server on
+// top of its configuration and its privacy-budget ledger:
+//
+//   - Governor, the functions.Governor of the engine: which tables are
+//     protected (and by which privacy-unit column), which sessions are
+//     governed (every account but the configured administrators), and the
+//     budget checks and charges of their releases through package ledger;
+//   - BudgetFunction, the DP_BUDGET() table function that shows an analyst
+//     their spent and remaining (ε, δ) per database (administrators: every
+//     analyst's);
+//   - Rules, analyzer rules that keep analysts from changing global system
+//     variables, from setting dp_epsilon/dp_delta above their per-release
+//     caps, from killing other users' connections and from watching other
+//     sessions (SHOW PROCESSLIST, information_schema.processlist);
+//   - InstallAccounts, which puts the configured accounts into
+//     go-mysql-server's MySQLDb with their grants.
+//
+// Roles come from the configuration, never from grants: a session is
+// governed unless its user is a configured administrator, so an account
+// created with CREATE USER at run time is treated as an analyst without
+// budget (it can read public tables it is granted and obtain no release).
+package governance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/server/ledger"
+)
+
+// Role is what an account may do.
+type Role int
+
+const (
+	// Unknown is an account the configuration does not name (created at
+	// run time by an administrator, or no session at all). It is governed
+	// like an analyst and has no budget.
+	Unknown Role = iota
+	// Admin runs any SQL, reads protected tables and is never charged.
+	Admin
+	// Analyst reads public tables and obtains DP releases over protected
+	// tables, each charged to their budget on the table's database.
+	Analyst
+)
+
+func (r Role) String() string {
+	switch r {
+	case Admin:
+		return "admin"
+	case Analyst:
+		return "analyst"
+	}
+	return "unknown"
+}
+
+// ProtectedTable declares a protected table and its privacy-unit column.
+type ProtectedTable struct {
+	Database, Table string
+	// PrivacyUnit is the column identifying the person whose rows are
+	// protected together.
+	PrivacyUnit string
+}
+
+// Options configure New.
+type Options struct {
+	// Protected lists the protected tables.
+	Protected []ProtectedTable
+	// Admins and Analysts are user names (MySQL account names without the
+	// host: the configuration gives each name one role).
+	Admins, Analysts []string
+	// Ledger holds the analysts' budgets (already set with SetLimits).
+	Ledger *ledger.Ledger
+}
+
+// Governor implements functions.Governor over a ledger. It is safe for
+// concurrent use.
+type Governor struct {
+	protected map[string]string // lower(db) + "\x00" + lower(table) -> privacy unit
+	roles     map[string]Role
+	ledger    *ledger.Ledger
+	closing   atomic.Bool
+
+	mu sync.Mutex
+	// inflight counts releases between Check and the end of Charge, so that
+	// Close can wait for charges being written.
+	inflight sync.WaitGroup
+}
+
+var _ functions.Governor = (*Governor)(nil)
+
+// New returns a governor. Every analyst should have budgets in the ledger;
+// one without a budget on a database is refused there with a message
+// saying so.
+func New(o Options) (*Governor, error) {
+	if o.Ledger == nil {
+		return nil, errors.New("governance: a governor needs a ledger")
+	}
+	g := &Governor{protected: map[string]string{}, roles: map[string]Role{}, ledger: o.Ledger}
+	for _, t := range o.Protected {
+		if t.Database == "" || t.Table == "" || t.PrivacyUnit == "" {
+			return nil, fmt.Errorf("governance: protected table %q.%q needs a database, a table and a privacy unit", t.Database, t.Table)
+		}
+		g.protected[tableKey(t.Database, t.Table)] = t.PrivacyUnit
+	}
+	for _, u := range o.Admins {
+		g.roles[u] = Admin
+	}
+	for _, u := range o.Analysts {
+		if g.roles[u] == Admin {
+			return nil, fmt.Errorf("governance: user %q is both an admin and an analyst", u)
+		}
+		g.roles[u] = Analyst
+	}
+	return g, nil
+}
+
+func tableKey(db, table string) string { return strings.ToLower(db) + "\x00" + strings.ToLower(table) }
+
+// Ledger returns the ledger the governor charges.
+func (g *Governor) Ledger() *ledger.Ledger { return g.ledger }
+
+// PrivacyUnit implements functions.Governor.
+func (g *Governor) PrivacyUnit(database, table string) (string, bool) {
+	c, ok := g.protected[tableKey(database, table)]
+	return c, ok
+}
+
+// User returns the user name of ctx's session ("" without a session).
+func User(ctx *sql.Context) string {
+	if ctx == nil || ctx.Session == nil {
+		return ""
+	}
+	return ctx.Session.Client().User
+}
+
+// Role returns the role of a user name.
+func (g *Governor) Role(user string) Role { return g.roles[user] }
+
+// SessionRole returns the role of ctx's user (Unknown without a session).
+func (g *Governor) SessionRole(ctx *sql.Context) Role {
+	if ctx == nil || ctx.Session == nil {
+		return Unknown
+	}
+	return g.roles[User(ctx)]
+}
+
+// Governed implements functions.Governor: every session but an
+// administrator's is governed (fail closed).
+func (g *Governor) Governed(ctx *sql.Context) bool { return g.SessionRole(ctx) != Admin }
+
+// Check implements functions.Governor: the ledger's advisory check, for
+// governed sessions.
+func (g *Governor) Check(ctx *sql.Context, r functions.Release) error {
+	if !g.Governed(ctx) {
+		return nil
+	}
+	if g.closing.Load() {
+		return errShutdown()
+	}
+	if err := g.ledger.Check(User(ctx), r.Database, r.Epsilon, r.Delta); err != nil {
+		return chargeError(err)
+	}
+	return nil
+}
+
+// Charge implements functions.Governor: the release is recorded durably in
+// the ledger (synced to disk) before Charge returns nil. Administrators are
+// not charged.
+func (g *Governor) Charge(ctx *sql.Context, r functions.Release) error {
+	if !g.Governed(ctx) {
+		return nil
+	}
+	g.mu.Lock()
+	if g.closing.Load() {
+		g.mu.Unlock()
+		return errShutdown()
+	}
+	g.inflight.Add(1)
+	g.mu.Unlock()
+	defer g.inflight.Done()
+
+	var c context.Context = context.Background()
+	if ctx != nil {
+		c = ctx
+	}
+	meta := ledger.Meta{Description: describe(r), Mechanism: r.Mechanism}
+	if ctx != nil && ctx.Session != nil {
+		meta.Connection = ctx.Session.ID()
+	}
+	if _, err := g.ledger.Charge(c, User(ctx), r.Database, r.Epsilon, r.Delta, meta); err != nil {
+		return chargeError(err)
+	}
+	return nil
+}
+
+// describe is the audit description of a release: what was released over
+// which table, then the statement.
+func describe(r functions.Release) string {
+	var b strings.Builder
+	b.WriteString(r.Function)
+	if r.Table != "" {
+		fmt.Fprintf(&b, " over %s.%s", r.Database, r.Table)
+	}
+	if r.Query != "" {
+		b.WriteString(": ")
+		b.WriteString(r.Query)
+	}
+	return b.String()
+}
+
+// Close makes every later Check and Charge fail (the server is shutting
+// down) and waits for charges being written to finish; the ledger may be
+// closed after it returns.
+func (g *Governor) Close() {
+	g.mu.Lock()
+	g.closing.Store(true)
+	g.mu.Unlock()
+	g.inflight.Wait()
+}
+
+// MySQL errors of refused releases.
+const (
+	// CodeNoBudget is returned to an analyst without a budget on the
+	// database (MySQL's ER_TABLEACCESS_DENIED_ERROR, as for other refusals
+	// to read protected rows).
+	CodeNoBudget = 1142
+	// CodeBudget is returned when a release exceeds the remaining budget
+	// or the per-release cap (MySQL's ER_USER_LIMIT_REACHED).
+	CodeBudget = mysql.ERUserLimitReached
+)
+
+// chargeError turns a ledger refusal into a MySQL error that keeps the
+// ledger's message (what was asked, what remains, what to do).
+func chargeError(err error) error {
+	var ce *ledger.ChargeError
+	if !errors.As(err, &ce) {
+		if errors.Is(err, context.Canceled) {
+			return mysql.NewSQLError(mysql.ERQueryInterrupted, mysql.SSUnknownSQLState, "query execution was interrupted before the release was charged; nothing was released or charged")
+		}
+		return fmt.Errorf("privacy budget ledger: %w", err)
+	}
+	if errors.Is(err, ledger.ErrNoBudget) {
+		return mysql.NewSQLError(CodeNoBudget, mysql.SSAccessDeniedError, "%s", ce.Error())
+	}
+	return mysql.NewSQLError(CodeBudget, mysql.SSClientError, "%s", ce.Error())
+}
+
+func errShutdown() error {
+	return mysql.NewSQLError(mysql.ERServerShutdown, mysql.SSServerShutdown, "the server is shutting down: no new release is charged; reconnect when it is back")
+}

@@ -1,0 +1,433 @@
+// Package governed assembles dpsql's governed server from a configuration
+// (package config): it opens the privacy-budget ledger in the data
+// directory, loads the datasets into the column store, builds the engine
+// with the analyst rules and the budget governor, installs the accounts,
+// and serves the MySQL protocol (with TLS when configured) until
+// Shutdown.
+//
+// Roles: administrators (full SQL, never charged) and analysts (public
+// tables, and DP releases over protected tables charged to their budget);
+// see package governance. The embedded default of `dpsql serve` without a
+// configuration is built by Demo.
+package governed
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/server/config"
+	"github.com/dpsql/dpsql/server/governance"
+	"github.com/dpsql/dpsql/server/ledger"
+	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+)
+
+// ConnReadTimeout is the connection read timeout of the governed server:
+// connections idle that long are closed, and a statement may take that
+// long before its first row (a DP release computes everything before its
+// first row). Eight hours, MySQL's default wait_timeout.
+const ConnReadTimeout = 8 * time.Hour
+
+// Options configure New.
+type Options struct {
+	// Config is a loaded configuration (config.Load). Its datasets are
+	// loaded from their files; its accounts, budgets, defaults, TLS and
+	// data directory are used as they are.
+	Config *config.Config
+	// Databases are served besides the configuration's datasets (the
+	// embedded default's demo database); their protected tables are listed
+	// in Protected, every other table of theirs is public.
+	Databases []*storage.Database
+	Protected []governance.ProtectedTable
+	// Listener, when set, is used instead of listening on Config.Listen
+	// (tests pass one on 127.0.0.1:0).
+	Listener net.Listener
+	// Log receives what the server reports while starting: loading
+	// progress, each table loaded, the accounts. Nil: nothing.
+	Log io.Writer
+	// Functions configures the DP functions (tests inject seeded
+	// randomness; leave it zero in production). Its Governor is set by New.
+	Functions functions.Config
+	// LedgerLockTimeout is how long to wait for another process to release
+	// the ledger (0: ledger.DefaultLockTimeout).
+	LedgerLockTimeout time.Duration
+}
+
+// Server is a governed dpsql server.
+type Server struct {
+	cfg    *config.Config
+	ledger *ledger.Ledger
+	gov    *governance.Governor
+	engine *sqle.Engine
+	srv    *server.Server
+	log    io.Writer
+}
+
+// New starts everything but accepting connections: it checks the files of
+// the configuration, opens the ledger (failing at once if another dpsql
+// holds it), applies the configured budgets, loads the datasets, builds
+// the engine and installs the accounts, and listens. Serve accepts
+// connections; Shutdown stops and releases everything.
+func New(o Options) (_ *Server, err error) {
+	cfg := o.Config
+	if cfg == nil {
+		return nil, errors.New("governed: no configuration")
+	}
+	logw := o.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	if err := cfg.CheckFiles(); err != nil {
+		return nil, err
+	}
+
+	// The ledger first: a second server on the same data directory fails
+	// before loading anything.
+	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	if err := l.Verify(); err != nil {
+		return nil, fmt.Errorf("%w; the ledger must be consistent before anything is charged: restore %s from a backup", err, l.Path())
+	}
+	if err := l.SetLimits(context.Background(), cfg.LedgerLimits()); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logw, "privacy-budget ledger: %s\n", l.Path())
+
+	// Data.
+	p, err := storage.NewProvider()
+	if err != nil {
+		return nil, err
+	}
+	protected := slices.Clone(o.Protected)
+	for _, d := range cfg.Datasets {
+		if err := loadDataset(p, d, logw); err != nil {
+			return nil, err
+		}
+		if d.Protected() {
+			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit})
+		}
+	}
+	for _, db := range o.Databases {
+		if err := p.AddDatabase(db); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range protected {
+		if err := hideCounts(p, t); err != nil {
+			return nil, err
+		}
+	}
+
+	// Governance.
+	var admins, analysts []string
+	for _, a := range cfg.Accounts.Admins {
+		admins = append(admins, a.User)
+	}
+	for _, a := range cfg.Accounts.Analysts {
+		analysts = append(analysts, a.User)
+	}
+	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.RegisterTableFunction(governance.BudgetFunction(gov)); err != nil {
+		return nil, err
+	}
+	fcfg := o.Functions
+	fcfg.Governor = gov
+	e, err := server.NewEngine(server.Config{
+		Provider:  p,
+		Functions: fcfg,
+		Rules:     append(planner.PolicyRules(gov), gov.Rules()...),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	if err := setDefaults(cfg.Defaults); err != nil {
+		return nil, err
+	}
+
+	// Accounts.
+	databases := servedDatabases(p)
+	publicDBs := publicDatabases(p, gov)
+	var accounts []governance.Account
+	defaultDB := map[string]string{}
+	for _, a := range cfg.Accounts.Admins {
+		accounts = append(accounts, governance.Account{User: a.User, Host: a.Host, Plugin: a.Password.Plugin, AuthString: a.Password.AuthString, Role: governance.Admin})
+		if len(databases) > 0 {
+			defaultDB[a.User] = databases[0]
+		}
+	}
+	for _, a := range cfg.Accounts.Analysts {
+		var dbs []string
+		for _, b := range a.Budgets {
+			dbs = appendFold(dbs, canonical(databases, b.Database))
+		}
+		for _, d := range publicDBs {
+			dbs = appendFold(dbs, d)
+		}
+		accounts = append(accounts, governance.Account{User: a.User, Host: a.Host, Plugin: a.Password.Plugin, AuthString: a.Password.AuthString, Role: governance.Analyst, Databases: dbs})
+		if len(dbs) > 0 {
+			defaultDB[a.User] = dbs[0]
+		}
+		fmt.Fprintf(logw, "analyst %s@%s: SELECT on %s\n", a.User, a.Host, strings.Join(dbs, ", "))
+	}
+	if err := governance.InstallAccounts(e.Analyzer.Catalog.MySQLDb, accounts); err != nil {
+		return nil, err
+	}
+
+	// Network.
+	scfg := server.ServerConfig{
+		Address:            cfg.Listen,
+		Listener:           o.Listener,
+		ConnReadTimeout:    ConnReadTimeout,
+		DefaultDatabaseFor: func(user string) string { return defaultDB[user] },
+	}
+	if cfg.TLS != nil {
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		scfg.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		scfg.RequireSecureTransport = cfg.TLS.Require
+	}
+	srv, err := server.NewServer(e, scfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw}, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.srv.Addr() }
+
+// Governor returns the server's governor.
+func (s *Server) Governor() *governance.Governor { return s.gov }
+
+// Ledger returns the server's ledger (open until Shutdown).
+func (s *Server) Ledger() *ledger.Ledger { return s.ledger }
+
+// Engine returns the server's engine.
+func (s *Server) Engine() *sqle.Engine { return s.engine }
+
+// Serve accepts connections until Shutdown (it then returns nil).
+func (s *Server) Serve() error {
+	err := s.srv.Start()
+	if err != nil && (errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed network connection")) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the server gracefully: no new connections; idle clients
+// are disconnected; running statements (releases included) may finish
+// within timeout, after which they are canceled — a release canceled after
+// its charge loses that budget, never privacy, since nothing was sent;
+// then no more charges are accepted, charges being written complete, and
+// the ledger is closed. It returns the number of statements canceled.
+func (s *Server) Shutdown(timeout time.Duration) (canceled int, err error) {
+	canceled, err = s.srv.Shutdown(timeout)
+	s.gov.Close()
+	if cerr := s.engine.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := s.ledger.Close(); err == nil {
+		err = cerr
+	}
+	return canceled, err
+}
+
+// loadDataset loads one dataset of the configuration into p.
+func loadDataset(p *storage.Provider, d config.Dataset, logw io.Writer) error {
+	db, ok := p.Lookup(d.Database)
+	if !ok {
+		db = storage.NewDatabase(d.Database)
+		if err := p.AddDatabase(db); err != nil {
+			return err
+		}
+	}
+	specs := make([]storage.ColumnSpec, len(d.Columns))
+	for i, c := range d.Columns {
+		t, err := StorageType(c.Type)
+		if err != nil {
+			return fmt.Errorf("dataset %s: column %s: %w", d.QualifiedName(), c.Name, err)
+		}
+		specs[i] = storage.ColumnSpec{Name: c.Name, Type: t, Typed: true}
+	}
+	src, err := tabfile.OpenSource(d.File, d.SourceOptions())
+	if err != nil {
+		return fmt.Errorf("dataset %s: %w", d.QualifiedName(), err)
+	}
+	defer src.Close()
+	comment := "dpsql: public table"
+	if d.Protected() {
+		comment = fmt.Sprintf("dpsql: protected table, privacy unit %s: analysts obtain differentially private releases only", d.PrivacyUnit)
+	}
+	t, info, err := storage.Load(d.Table, src, storage.LoadOptions{
+		Columns:  specs,
+		Header:   storage.HeaderNo, // tabfile skips the header row itself
+		Progress: logw,
+		Label:    fmt.Sprintf("%s (%s)", d.QualifiedName(), d.File),
+		Comment:  comment,
+	})
+	if err != nil {
+		return fmt.Errorf("dataset %s: %w", d.QualifiedName(), err)
+	}
+	if err := db.AddTable(t); err != nil {
+		return err
+	}
+	cols := make([]string, len(info.Columns))
+	for i, c := range info.Columns {
+		cols[i] = c.Name + " " + c.Type.String()
+	}
+	what := "public"
+	if d.Protected() {
+		what = "protected, privacy unit " + d.PrivacyUnit
+	}
+	fmt.Fprintf(logw, "loaded %s(%s) from %s: %d rows in %.1fs (%s)\n",
+		d.QualifiedName(), strings.Join(cols, ", "), d.File, info.Rows, info.Duration.Seconds(), what)
+	return nil
+}
+
+// StorageType maps a configured SQL column type to the column store's:
+// integer types (and BOOLEAN, YEAR) to BIGINT, FLOAT, DOUBLE and DECIMAL to
+// DOUBLE, DATE to DATE, DATETIME and TIMESTAMP to DATETIME(6), and every
+// other type (CHAR, VARCHAR, TEXT, BINARY, BLOB, JSON, TIME) to TEXT.
+func StorageType(typ string) (storage.Type, error) {
+	t, err := config.ParseColumnType(typ)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case t.Integer():
+		return storage.BigInt, nil
+	case t.Float(), t.Decimal():
+		return storage.Double, nil
+	case t.Name == "DATE":
+		return storage.Date, nil
+	case t.Name == "DATETIME", t.Name == "TIMESTAMP":
+		return storage.Datetime, nil
+	}
+	return storage.Text, nil
+}
+
+// hideCounts makes a protected table report no row count (information
+// schema, SHOW TABLE STATUS, the optimiser).
+func hideCounts(p *storage.Provider, t governance.ProtectedTable) error {
+	db, ok := p.Lookup(t.Database)
+	if !ok {
+		return fmt.Errorf("protected table %s.%s: no database %s", t.Database, t.Table, t.Database)
+	}
+	tbl, ok := db.Table(t.Table)
+	if !ok {
+		return fmt.Errorf("protected table %s.%s: no such table", t.Database, t.Table)
+	}
+	if !slices.ContainsFunc(tbl.Columns(), func(c storage.Column) bool { return strings.EqualFold(c.Name, t.PrivacyUnit) }) {
+		return fmt.Errorf("protected table %s.%s: privacy unit %s is not a column", t.Database, t.Table, t.PrivacyUnit)
+	}
+	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts))
+	return nil
+}
+
+// servedDatabases returns the names of p's databases, sorted.
+func servedDatabases(p *storage.Provider) []string {
+	var out []string
+	for _, db := range p.AllDatabases(sql.NewEmptyContext()) {
+		out = append(out, db.Name())
+	}
+	return out
+}
+
+// publicDatabases returns the databases holding at least one public table.
+func publicDatabases(p *storage.Provider, gov *governance.Governor) []string {
+	var out []string
+	for _, name := range servedDatabases(p) {
+		db, _ := p.Lookup(name)
+		for _, t := range db.Tables() {
+			if _, protected := gov.PrivacyUnit(name, t.Name()); !protected {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// canonical returns the served spelling of a database name.
+func canonical(served []string, name string) string {
+	for _, s := range served {
+		if strings.EqualFold(s, name) {
+			return s
+		}
+	}
+	return name
+}
+
+func appendFold(list []string, s string) []string {
+	if slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) }) {
+		return list
+	}
+	return append(list, s)
+}
+
+// setDefaults makes the configured DP options (dpsql's defaults where the
+// configuration is silent) the global values of the dp_* variables, which
+// every new session starts from.
+func setDefaults(d config.Defaults) error {
+	p := functions.DefaultSetUnionParams()
+	if d.Mechanism != "" {
+		p.Mechanism = d.Mechanism
+	}
+	if d.Epsilon != nil {
+		p.Epsilon = *d.Epsilon
+	}
+	if d.Delta != nil {
+		p.Delta = *d.Delta
+	}
+	if d.MaxItems != nil {
+		p.MaxItems = *d.MaxItems
+	}
+	if d.Alpha != nil {
+		p.Alpha = *d.Alpha
+	}
+	if d.Rounds != nil {
+		p.Rounds = *d.Rounds
+	}
+	err := sql.SystemVariables.AssignValues(map[string]any{
+		functions.VarMechanism: p.Mechanism,
+		functions.VarEpsilon:   p.Epsilon,
+		functions.VarDelta:     p.Delta,
+		functions.VarMaxItems:  int64(p.MaxItems),
+		functions.VarAlpha:     p.Alpha,
+		functions.VarRounds:    int64(p.Rounds),
+	})
+	if err != nil {
+		return fmt.Errorf("defaults: %w", err)
+	}
+	return nil
+}

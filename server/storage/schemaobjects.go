@@ -1,0 +1,110 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dolthub/go-mysql-server/sql"
+)
+
+// A Database has no views, triggers, stored procedures or events, and
+// says so by implementing their interfaces with empty answers. This matters
+// once accounts are enabled: go-mysql-server then wraps every database in
+// a mysql_db.PrivilegedDatabase, which implements these interfaces itself
+// and reports "database doesn't support views" (and likewise for the
+// others) for a database that does not — an error the planbuilder raises
+// while resolving any table, and information_schema while listing
+// routines or triggers.
+var (
+	_ sql.ViewDatabase            = (*Database)(nil)
+	_ sql.TriggerDatabase         = (*Database)(nil)
+	_ sql.StoredProcedureDatabase = (*Database)(nil)
+	_ sql.EventDatabase           = (*Database)(nil)
+)
+
+func (d *Database) readOnly(what string) error {
+	return fmt.Errorf("database %s is read-only: it cannot store %s", d.name, what)
+}
+
+// CreateView implements sql.ViewDatabase: refused (read-only).
+func (d *Database) CreateView(*sql.Context, string, string, string) error {
+	return d.readOnly("views")
+}
+
+// DropView implements sql.ViewDatabase.
+func (d *Database) DropView(_ *sql.Context, name string) error {
+	return sql.ErrViewDoesNotExist.New(d.name, name)
+}
+
+// GetViewDefinition implements sql.ViewDatabase: there are none.
+func (d *Database) GetViewDefinition(*sql.Context, string) (sql.ViewDefinition, bool, error) {
+	return sql.ViewDefinition{}, false, nil
+}
+
+// AllViews implements sql.ViewDatabase: there are none.
+func (d *Database) AllViews(*sql.Context) ([]sql.ViewDefinition, error) { return nil, nil }
+
+// GetTriggers implements sql.TriggerDatabase: there are none.
+func (d *Database) GetTriggers(*sql.Context) ([]sql.TriggerDefinition, error) { return nil, nil }
+
+// CreateTrigger implements sql.TriggerDatabase: refused (read-only).
+func (d *Database) CreateTrigger(*sql.Context, sql.TriggerDefinition) error {
+	return d.readOnly("triggers")
+}
+
+// DropTrigger implements sql.TriggerDatabase.
+func (d *Database) DropTrigger(_ *sql.Context, name string) error {
+	return sql.ErrTriggerDoesNotExist.New(name)
+}
+
+// GetStoredProcedure implements sql.StoredProcedureDatabase: there are none.
+func (d *Database) GetStoredProcedure(*sql.Context, string) (sql.StoredProcedureDetails, bool, error) {
+	return sql.StoredProcedureDetails{}, false, nil
+}
+
+// GetStoredProcedures implements sql.StoredProcedureDatabase.
+func (d *Database) GetStoredProcedures(*sql.Context) ([]sql.StoredProcedureDetails, error) {
+	return nil, nil
+}
+
+// SaveStoredProcedure implements sql.StoredProcedureDatabase: refused.
+func (d *Database) SaveStoredProcedure(*sql.Context, sql.StoredProcedureDetails) error {
+	return d.readOnly("stored procedures")
+}
+
+// DropStoredProcedure implements sql.StoredProcedureDatabase.
+func (d *Database) DropStoredProcedure(_ *sql.Context, name string) error {
+	return sql.ErrStoredProcedureDoesNotExist.New(name)
+}
+
+// GetEvent implements sql.EventDatabase: there are none.
+func (d *Database) GetEvent(*sql.Context, string) (sql.EventDefinition, bool, error) {
+	return sql.EventDefinition{}, false, nil
+}
+
+// GetEvents implements sql.EventDatabase.
+func (d *Database) GetEvents(*sql.Context) ([]sql.EventDefinition, any, error) {
+	return nil, nil, nil
+}
+
+// SaveEvent implements sql.EventDatabase: refused.
+func (d *Database) SaveEvent(*sql.Context, sql.EventDefinition) (bool, error) {
+	return false, d.readOnly("events")
+}
+
+// DropEvent implements sql.EventDatabase.
+func (d *Database) DropEvent(_ *sql.Context, name string) error {
+	return sql.ErrEventDoesNotExist.New(name)
+}
+
+// UpdateEvent implements sql.EventDatabase: refused.
+func (d *Database) UpdateEvent(*sql.Context, string, sql.EventDefinition) (bool, error) {
+	return false, d.readOnly("events")
+}
+
+// UpdateLastExecuted implements sql.EventDatabase (never called: there
+// are no events).
+func (d *Database) UpdateLastExecuted(*sql.Context, string, time.Time) error { return nil }
+
+// NeedsToReloadEvents implements sql.EventDatabase.
+func (d *Database) NeedsToReloadEvents(*sql.Context, any) (bool, error) { return false, nil }
