@@ -83,8 +83,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 
 	var (
-		opts governed.Options
-		cred governed.Credentials
+		opts     governed.Options
+		cred     governed.Credentials
 		embedded = f.config == ""
 	)
 	if embedded {
