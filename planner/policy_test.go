@@ -178,7 +178,7 @@ func TestAnalystReleases(t *testing.T) {
 		{"SELECT name FROM pages WHERE name IN (SELECT DISTINCT item FROM visits)", "common", 1},
 		{"SELECT DP_SET_UNION(item, user_id) AS j FROM visits WHERE g = 0", `["common", "even"]`, 1},
 		{"SELECT JSON_LENGTH(DP_SET_UNION(item, user_id, 'epsilon=2')) FROM visits v", "2", 1},
-		{"SELECT DISTINCT user_id FROM visits", "", 1}, // every user id is held by one user: none released
+		{"SELECT DISTINCT user_id FROM visits", "", 1},                                  // every user id is held by one user: none released
 		{"SELECT DISTINCT item FROM visits WHERE JSON_EXTRACT(item, '$.a') = 1", "", 1}, // fails on most rows: skipped, no error
 		{"SELECT name FROM pages ORDER BY name", "common|public", 0},
 	}
