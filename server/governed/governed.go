@@ -20,6 +20,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	sqle "github.com/dolthub/go-mysql-server"
@@ -74,6 +75,12 @@ type Server struct {
 	engine *sqle.Engine
 	srv    *server.Server
 	log    io.Writer
+
+	shutdown struct {
+		once     sync.Once
+		canceled int
+		err      error
+	}
 }
 
 // New starts everything but accepting connections: it checks the files of
@@ -132,12 +139,6 @@ func New(o Options) (_ *Server, err error) {
 			return nil, err
 		}
 	}
-	for _, t := range protected {
-		if err := hideCounts(p, t); err != nil {
-			return nil, err
-		}
-	}
-
 	// Governance.
 	var admins, analysts []string
 	for _, a := range cfg.Accounts.Admins {
@@ -149,6 +150,11 @@ func New(o Options) (_ *Server, err error) {
 	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l})
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range protected {
+		if err := protect(p, gov, t); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.RegisterTableFunction(governance.BudgetFunction(gov)); err != nil {
 		return nil, err
@@ -250,16 +256,23 @@ func (s *Server) Serve() error {
 // its charge loses that budget, never privacy, since nothing was sent;
 // then no more charges are accepted, charges being written complete, and
 // the ledger is closed. It returns the number of statements canceled.
+//
+// Shutdown may be called more than once; later calls return the first
+// call's results.
 func (s *Server) Shutdown(timeout time.Duration) (canceled int, err error) {
-	canceled, err = s.srv.Shutdown(timeout)
-	s.gov.Close()
-	if cerr := s.engine.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := s.ledger.Close(); err == nil {
-		err = cerr
-	}
-	return canceled, err
+	sd := &s.shutdown
+	sd.once.Do(func() {
+		sd.canceled, sd.err = s.srv.Shutdown(timeout)
+		s.gov.Close()
+		// The engine reports its background threads' context.Canceled.
+		if err := s.engine.Close(); sd.err == nil && !errors.Is(err, context.Canceled) {
+			sd.err = err
+		}
+		if err := s.ledger.Close(); sd.err == nil {
+			sd.err = err
+		}
+	})
+	return sd.canceled, sd.err
 }
 
 // loadDataset loads one dataset of the configuration into p.
@@ -336,9 +349,11 @@ func StorageType(typ string) (storage.Type, error) {
 	return storage.Text, nil
 }
 
-// hideCounts makes a protected table report no row count (information
-// schema, SHOW TABLE STATUS, the optimiser).
-func hideCounts(p *storage.Provider, t governance.ProtectedTable) error {
+// protect makes a protected table report no row count (information schema,
+// SHOW TABLE STATUS, the optimiser) and serve rows to governed sessions
+// only inside a private release (planner.ScanGuard, behind the planner's
+// own guard).
+func protect(p *storage.Provider, gov *governance.Governor, t governance.ProtectedTable) error {
 	db, ok := p.Lookup(t.Database)
 	if !ok {
 		return fmt.Errorf("protected table %s.%s: no database %s", t.Database, t.Table, t.Database)
@@ -350,7 +365,7 @@ func hideCounts(p *storage.Provider, t governance.ProtectedTable) error {
 	if !slices.ContainsFunc(tbl.Columns(), func(c storage.Column) bool { return strings.EqualFold(c.Name, t.PrivacyUnit) }) {
 		return fmt.Errorf("protected table %s.%s: privacy unit %s is not a column", t.Database, t.Table, t.PrivacyUnit)
 	}
-	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts))
+	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts).WithScanGuard(planner.ScanGuard(gov, db.Name(), tbl.Name())))
 	return nil
 }
 

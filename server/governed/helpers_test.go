@@ -1,0 +1,335 @@
+package governed_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	dbsql "database/sql"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/sirupsen/logrus"
+
+	"github.com/dpsql/dpsql/server/config"
+	"github.com/dpsql/dpsql/server/governed"
+)
+
+// The test deployment: database shop with a protected table visits
+// (privacy unit user_id) and a public table products; an admin, three
+// analysts with budgets (alice and bob: mysql_native_password; carol:
+// caching_sha2_password, TLS only) and dave without a budget.
+const (
+	adminPass = "admin-secret"
+	alicePass = "alice-secret"
+	bobPass   = "bob-secret"
+	carolPass = "carol-secret"
+	davePass  = "dave-secret"
+)
+
+// deployment is a configuration written to a temporary directory.
+type deployment struct {
+	dir     string
+	cfgPath string
+	pool    *x509.CertPool
+	tlsName string // go-sql-driver TLS config name
+}
+
+var tlsSeq atomic.Int64
+
+// newDeployment writes the data files, a self-signed certificate and the
+// configuration (with extra YAML appended under the top level, e.g.
+// "tls:\n  require: true" is not possible that way; see requireTLS).
+func newDeployment(t *testing.T, requireTLS bool) *deployment {
+	t.Helper()
+	dir := t.TempDir()
+	d := &deployment{dir: dir, cfgPath: filepath.Join(dir, "dpsql.yaml")}
+
+	// visits: 400 users; each visits 3 of 10 common pages and one page of
+	// their own (never released).
+	var b strings.Builder
+	for u := 1; u <= 400; u++ {
+		for k := 0; k < 3; k++ {
+			fmt.Fprintf(&b, "%d\t/common/%d\n", u, (u+k)%10)
+		}
+		fmt.Fprintf(&b, "%d\t/private/%d\n", u, u)
+	}
+	write(t, filepath.Join(dir, "visits.tsv"), b.String())
+	write(t, filepath.Join(dir, "products.csv"), "sku,name\nA1,apple\nB2,banana\nC3,cherry\n")
+
+	cert, key, pool := selfSignedPEM(t)
+	write(t, filepath.Join(dir, "server.crt"), cert)
+	write(t, filepath.Join(dir, "server.key"), key)
+	d.pool = pool
+	d.tlsName = fmt.Sprintf("dpsqlgoverned%d", tlsSeq.Add(1))
+	if err := gomysql.RegisterTLSConfig(d.tlsName, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gomysql.DeregisterTLSConfig(d.tlsName) })
+
+	hash := func(plugin, pw string) string {
+		h, err := config.HashPassword(plugin, pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.String()
+	}
+	require := "false"
+	if requireTLS {
+		require = "true"
+	}
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+tls:
+  cert: server.crt
+  key: server.key
+  require: %s
+data_dir: data
+defaults:
+  epsilon: 0.1
+  delta: 1e-7
+  max_items: 10
+datasets:
+  - database: shop
+    table: visits
+    file: visits.tsv
+    columns:
+      - {name: user_id, type: BIGINT}
+      - {name: url, type: VARCHAR(64)}
+    privacy_unit: user_id
+  - database: shop
+    table: products
+    file: products.csv
+    header: true
+    columns:
+      - {name: sku, type: CHAR(2)}
+      - {name: name, type: VARCHAR(32)}
+    public: true
+accounts:
+  admins:
+    - {user: admin, password_hash: '%s'}
+  analysts:
+    - user: alice
+      password_hash: '%s'
+      max_release: {epsilon: 0.5, delta: 1e-6}
+      budgets:
+        - {database: shop, epsilon: 1, delta: 1e-5}
+    - user: bob
+      password_hash: '%s'
+      budgets:
+        - {database: shop, epsilon: 2, delta: 1e-5}
+    - user: carol
+      password_hash: '%s'
+      budgets:
+        - {database: shop, epsilon: 1, delta: 1e-5}
+    - user: dave
+      password_hash: '%s'
+`, require,
+		hash(config.NativePassword, adminPass), hash(config.NativePassword, alicePass), hash(config.NativePassword, bobPass),
+		hash(config.CachingSha2Password, carolPass), hash(config.NativePassword, davePass))
+	write(t, d.cfgPath, cfg)
+	return d
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start loads the configuration and starts a governed server on a random
+// loopback port; it is shut down at the end of the test (unless the test
+// did so).
+func (d *deployment) start(t *testing.T) *governed.Server {
+	t.Helper()
+	s, err := d.tryStart(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (d *deployment) tryStart(t *testing.T) (*governed.Server, error) {
+	t.Helper()
+	cfg, err := config.Load(d.cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s, err := governed.New(governed.Options{Config: cfg, Listener: ln, LedgerLockTimeout: 200 * time.Millisecond})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Shutdown(time.Second) })
+	return s, nil
+}
+
+// connect opens a pool for user; useTLS selects TLS.
+func (d *deployment) connect(t *testing.T, addr, user, password string, useTLS bool) *dbsql.DB {
+	t.Helper()
+	db, err := d.open(addr, user, password, useTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func (d *deployment) open(addr, user, password string, useTLS bool) (*dbsql.DB, error) {
+	cfg := gomysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, password, "tcp", addr
+	cfg.Timeout = 5 * time.Second
+	if useTLS {
+		cfg.TLSConfig = d.tlsName
+	}
+	c, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return dbsql.OpenDB(c), nil
+}
+
+// login connects and runs SELECT 1.
+func (d *deployment) login(addr, user, password string, useTLS bool) error {
+	db, err := d.open(addr, user, password, useTLS)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var one int
+	return db.QueryRow("SELECT 1").Scan(&one)
+}
+
+// mysqlCode returns the MySQL error number of err (0 if none).
+func mysqlCode(err error) uint16 {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// wantCode fails unless err is MySQL error code.
+func wantCode(t *testing.T, what string, err error, code uint16) {
+	t.Helper()
+	if got := mysqlCode(err); got != code {
+		t.Errorf("%s: got %v, want MySQL error %d", what, err, code)
+	}
+}
+
+// queryer is a *sql.DB or a *sql.Conn.
+type queryer interface {
+	QueryContext(context.Context, string, ...any) (*dbsql.Rows, error)
+}
+
+// budgetRow is one row of DP_BUDGET().
+type budgetRow struct {
+	Analyst, Database          string
+	BudgetEps, BudgetDelta     float64
+	SpentEps, SpentDelta       float64
+	RemainingEps, RemainingDel float64
+	CapEps, CapDelta           dbsql.NullFloat64
+	Releases                   int64
+	Last                       dbsql.NullString
+	Active                     bool
+}
+
+func budget(t *testing.T, db queryer) []budgetRow {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "SELECT * FROM DP_BUDGET()")
+	if err != nil {
+		t.Fatalf("DP_BUDGET(): %v", err)
+	}
+	defer rows.Close()
+	var out []budgetRow
+	for rows.Next() {
+		var r budgetRow
+		if err := rows.Scan(&r.Analyst, &r.Database, &r.BudgetEps, &r.BudgetDelta, &r.SpentEps, &r.SpentDelta,
+			&r.RemainingEps, &r.RemainingDel, &r.CapEps, &r.CapDelta, &r.Releases, &r.Last, &r.Active); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// release runs the DISTINCT release over visits and returns the released
+// urls.
+func release(db queryer) ([]string, error) {
+	rows, err := db.QueryContext(context.Background(), "SELECT DISTINCT url FROM visits")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// selfSignedPEM returns a certificate for 127.0.0.1 and its key in PEM, and
+// a pool trusting it.
+func selfSignedPEM(t *testing.T) (certPEM, keyPEM string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "dpsql test"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(leaf)
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+	return certPEM, keyPEM, pool
+}
+
+func TestMain(m *testing.M) {
+	logrus.SetLevel(logrus.ErrorLevel)
+	os.Exit(m.Run())
+}
