@@ -8,6 +8,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/information_schema"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
@@ -35,6 +36,9 @@ const (
 //     1231). The ledger enforces the caps on every release anyway; this
 //     only says so early;
 //   - KILL of a connection of another user (MySQL error 1095);
+//   - LOAD_FILE(), SELECT … INTO OUTFILE / DUMPFILE and LOAD DATA, which
+//     read or write files on the server (go-mysql-server v0.20.0 checks no
+//     FILE privilege for LOAD_FILE and INTO OUTFILE): MySQL error 1227;
 //
 // and it restricts SHOW PROCESSLIST and information_schema.processlist to
 // the session user's own connections, without the State column (which
@@ -67,6 +71,15 @@ func (g *Governor) sessionGuard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.No
 			}
 		case *plan.Kill:
 			err = checkKill(ctx, user, node)
+		case *plan.Into:
+			if node.Outfile != "" || node.Dumpfile != "" {
+				err = errFilePrivilege("SELECT … INTO OUTFILE/DUMPFILE")
+			}
+		case *plan.LoadData:
+			err = errFilePrivilege("LOAD DATA")
+		}
+		if err == nil {
+			err = checkFileFunctions(node)
 		}
 		return err == nil
 	})
@@ -95,6 +108,44 @@ func (g *Governor) sessionGuard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.No
 		}
 		return node, transform.SameTree, nil
 	})
+}
+
+// checkFileFunctions refuses LOAD_FILE (go-mysql-server v0.20.0 checks no
+// FILE privilege for it) in node's expressions, subqueries included.
+func checkFileFunctions(node sql.Node) error {
+	ex, ok := node.(sql.Expressioner)
+	if !ok {
+		return nil
+	}
+	var err error
+	for _, e := range ex.Expressions() {
+		transform.InspectExpr(e, func(e sql.Expression) bool {
+			switch e := e.(type) {
+			case *function.LoadFile:
+				err = errFilePrivilege("LOAD_FILE()")
+			case *plan.Subquery:
+				if e.Query != nil {
+					transform.Inspect(e.Query, func(n sql.Node) bool {
+						if err == nil {
+							err = checkFileFunctions(n)
+						}
+						return err == nil
+					})
+				}
+			}
+			return err != nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errFilePrivilege refuses reading or writing files on the server.
+func errFilePrivilege(what string) error {
+	return mysql.NewSQLError(mysql.ERSpecifiedAccessDenied, mysql.SSClientError,
+		"Access denied; you need (at least one of) the FILE privilege(s) for this operation: %s reads or writes files on the server, which only administrators may do", what)
 }
 
 // checkSet refuses a SET of a global variable, and a SET of dp_epsilon or

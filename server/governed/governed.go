@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +43,11 @@ import (
 // long before its first row (a DP release computes everything before its
 // first row). Eight hours, MySQL's default wait_timeout.
 const ConnReadTimeout = 8 * time.Hour
+
+// FilesDir is the directory inside the data directory that administrators'
+// LOAD_FILE, SELECT … INTO OUTFILE and LOAD DATA are confined to
+// (secure_file_priv).
+const FilesDir = "files"
 
 // Options configure New.
 type Options struct {
@@ -175,6 +182,17 @@ func New(o Options) (_ *Server, err error) {
 		}
 	}()
 	if err := setDefaults(cfg.Defaults); err != nil {
+		return nil, err
+	}
+	// Confine the file functions of administrators (LOAD_FILE, SELECT …
+	// INTO OUTFILE, LOAD DATA; analysts may use none) to one directory, so
+	// that SQL cannot read the ledger or the data files, nor write files
+	// elsewhere on the server.
+	files := filepath.Join(cfg.DataDir, FilesDir)
+	if err := os.MkdirAll(files, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if err := sql.SystemVariables.AssignValues(map[string]any{"secure_file_priv": files}); err != nil {
 		return nil, err
 	}
 

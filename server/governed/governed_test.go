@@ -571,3 +571,119 @@ func TestExampleConfigServes(t *testing.T) {
 		t.Errorf("raw read of the protected table: %v", err)
 	}
 }
+
+// TestAccountManagement: administrators create users and grant with SQL
+// (until the server stops); such users are governed without a budget. The
+// read-only storage refuses DDL and writes for everyone; analysts cannot
+// manage accounts.
+func TestAccountManagement(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	admin := sessionConn(t, d.connect(t, s.Addr(), "admin", adminPass, false), "shop")
+	ctx := context.Background()
+	for _, q := range []string{
+		"CREATE USER 'eve'@'%' IDENTIFIED BY 'eve-secret'",
+		"GRANT SELECT ON shop.* TO 'eve'@'%'",
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, q := range []string{"CREATE DATABASE other", "CREATE TABLE shop.t (x INT)", "INSERT INTO products VALUES ('D4', 'date')", "DROP TABLE products"} {
+		if _, err := admin.ExecContext(ctx, q); err == nil {
+			t.Errorf("admin: %s succeeded on the read-only storage", q)
+		} else {
+			t.Logf("admin: %s → %v", q, err)
+		}
+	}
+	eve := sessionConn(t, d.connect(t, s.Addr(), "eve", "eve-secret", false), "shop")
+	var name string
+	if err := eve.QueryRowContext(ctx, "SELECT name FROM products WHERE sku = 'A1'").Scan(&name); err != nil || name != "apple" {
+		t.Errorf("eve reads the public table: %q, %v", name, err)
+	}
+	var n int
+	wantCode(t, "eve COUNT(*) of the protected table", eve.QueryRowContext(ctx, "SELECT COUNT(*) FROM visits").Scan(&n), 1142)
+	_, err := release(eve)
+	wantCode(t, "eve's release (no budget)", err, governance.CodeNoBudget)
+
+	alice := sessionConn(t, d.connect(t, s.Addr(), "alice", alicePass, false), "shop")
+	for _, q := range []string{
+		"CREATE USER 'x'@'%' IDENTIFIED BY 'y'",
+		"GRANT SELECT ON *.* TO 'alice'@'%'",
+		"DROP USER 'bob'@'%'",
+		"ALTER USER 'bob'@'%' IDENTIFIED BY 'z'",
+		"SELECT * FROM mysql.user",
+		"INSERT INTO products VALUES ('D4', 'date')",
+		"KILL 1",
+		"SHOW PROCESSLIST",
+		"SELECT LOAD_FILE('/etc/hostname')",
+		"SELECT * FROM products INTO OUTFILE '/tmp/dpsql-outfile-test'",
+	} {
+		if _, err := alice.ExecContext(ctx, q); err == nil {
+			t.Errorf("analyst: %s succeeded", q)
+		} else {
+			t.Logf("analyst: %s → %v", q, err)
+		}
+	}
+	// information_schema.processlist: own connections only, no progress.
+	rows, err := alice.QueryContext(ctx, "SELECT user, state FROM information_schema.processlist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var user, state string
+		if err := rows.Scan(&user, &state); err != nil {
+			t.Fatal(err)
+		}
+		if user != "alice" || state != "" {
+			t.Errorf("analyst sees process of %q with state %q", user, state)
+		}
+	}
+	rows.Close()
+}
+
+// TestFilesRefusedForAnalysts: analysts cannot read or write server files
+// (LOAD_FILE, INTO OUTFILE/DUMPFILE, LOAD DATA) in any position; the
+// administrators' file functions are confined to the data directory's
+// files/ directory (secure_file_priv), away from the ledger and the data.
+func TestFilesRefusedForAnalysts(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	alice := sessionConn(t, d.connect(t, s.Addr(), "alice", alicePass, false), "shop")
+	ctx := context.Background()
+	visits := filepath.Join(d.dir, "visits.tsv")
+	out := filepath.Join(t.TempDir(), "out.txt")
+	for _, q := range []string{
+		"SELECT LOAD_FILE('" + visits + "')",
+		"SELECT LENGTH(LOAD_FILE('" + visits + "')) > 0",
+		"SELECT (SELECT LOAD_FILE('" + visits + "'))",
+		"SELECT name FROM products WHERE name = LOAD_FILE('" + visits + "')",
+		"SET @x = LOAD_FILE('" + visits + "')",
+		"SELECT * FROM products INTO OUTFILE '" + out + "'",
+		"SELECT name FROM products LIMIT 1 INTO DUMPFILE '" + out + "'",
+		"SELECT DISTINCT url FROM visits INTO OUTFILE '" + out + "'",
+	} {
+		_, err := alice.ExecContext(ctx, q)
+		wantCode(t, q, err, 1227)
+	}
+	// LOAD DATA is refused by go-mysql-server's INSERT privilege check
+	// first (1105 "command denied").
+	if _, err := alice.ExecContext(ctx, "LOAD DATA INFILE '"+visits+"' INTO TABLE products"); err == nil {
+		t.Error("LOAD DATA succeeded")
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("an analyst wrote %s", out)
+	}
+	admin := sessionConn(t, d.connect(t, s.Addr(), "admin", adminPass, false), "shop")
+	var data dbsql.NullString
+	if err := admin.QueryRowContext(ctx, "SELECT LOAD_FILE('"+visits+"')").Scan(&data); err != nil || data.Valid {
+		t.Errorf("admin LOAD_FILE outside secure_file_priv: %v, %v", data.Valid, err)
+	}
+	if err := admin.QueryRowContext(ctx, "SELECT LOAD_FILE('"+filepath.Join(d.dir, "data", ledger.FileName)+"')").Scan(&data); err != nil || data.Valid {
+		t.Errorf("admin LOAD_FILE of the ledger: %v, %v", data.Valid, err)
+	}
+	var dir string
+	if err := admin.QueryRowContext(ctx, "SELECT @@secure_file_priv").Scan(&dir); err != nil || dir != filepath.Join(d.dir, "data", governed.FilesDir) {
+		t.Errorf("secure_file_priv = %q, %v", dir, err)
+	}
+}
