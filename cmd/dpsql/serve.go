@@ -82,6 +82,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usagef("--load, --no-demo and --quiet belong to --ungoverned; the governed server loads the datasets of its --config")
 	}
 
+	start := time.Now()
 	var (
 		opts     governed.Options
 		cred     governed.Credentials
@@ -115,7 +116,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		opts.Config = cfg
 	}
 	opts.Log = stderr
-	start := time.Now()
 	s, err := governed.New(opts)
 	if err != nil {
 		return err

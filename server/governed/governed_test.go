@@ -687,3 +687,34 @@ func TestFilesRefusedForAnalysts(t *testing.T) {
 		t.Errorf("secure_file_priv = %q, %v", dir, err)
 	}
 }
+
+// TestLedgerChargesEveryReleaseOfAStatement: a statement with two releases
+// is charged twice; a server-side prepared statement is charged at every
+// execution; a statement refused at planning is not charged.
+func TestLedgerChargesEveryReleaseOfAStatement(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	ctx := context.Background()
+	rows, err := bob.QueryContext(ctx, "SELECT DISTINCT url FROM visits WHERE user_id < 200 UNION SELECT DISTINCT url FROM visits WHERE user_id >= 200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	checkSpent(t, bob, 0.2, 2e-7, 2)
+	// go-sql-driver prepares statements with arguments on the server.
+	for range 2 {
+		rows, err := bob.QueryContext(ctx, "SELECT DISTINCT url FROM visits WHERE user_id > ?", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	checkSpent(t, bob, 0.4, 4e-7, 4)
+	if _, err := bob.ExecContext(ctx, "SET dp_epsilon = 1.7"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = release(bob)
+	wantCode(t, "over budget", err, governance.CodeBudget)
+	checkSpent(t, bob, 0.4, 4e-7, 4)
+}
