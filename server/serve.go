@@ -92,6 +92,8 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 		ConnReadTimeout:        cfg.ConnReadTimeout,
 		TLSConfig:              cfg.TLSConfig,
 		RequireSecureTransport: cfg.RequireSecureTransport,
+		// Unknown user names are refused like wrong passwords (1045).
+		ProtocolListenerFactory: uniformAuthListener,
 	}
 	defaultDB := cfg.DefaultDatabaseFor
 	if defaultDB == nil {
