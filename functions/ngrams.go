@@ -426,39 +426,54 @@ func isTextType(t sql.Type) bool {
 
 // splitTableName splits 'table', 'db.table' or '`db`.`table`' (backquotes
 // allowed around either part, a doubled backquote standing for one inside
-// them).
+// them; space around the parts ignored).
 func splitTableName(s string) (db, table string, err error) {
+	bad := optionsError("DP_NGRAMS: the table argument '%s' is not a table name: write 'table' or 'database.table' (backquotes allowed, as in '`my db`.`my table`')", s)
 	var parts []string
-	var cur strings.Builder
-	quoted, wasQuoted := false, false
-	in := strings.TrimSpace(s)
-	for i := 0; i < len(in); i++ {
-		c := in[i]
-		switch {
-		case quoted && c == '`' && i+1 < len(in) && in[i+1] == '`':
-			cur.WriteByte('`')
-			i++
-		case c == '`' && (quoted || cur.Len() == 0 && !wasQuoted):
-			quoted = !quoted
-			wasQuoted = true
-		case c == '.' && !quoted:
-			parts = append(parts, cur.String())
-			cur.Reset()
-			wasQuoted = false
-		default:
-			cur.WriteByte(c)
+	in := s
+	for {
+		in = strings.TrimLeft(in, " \t\r\n")
+		var part string
+		if strings.HasPrefix(in, "`") {
+			var b strings.Builder
+			i, closed := 1, false
+			for ; i < len(in); i++ {
+				if in[i] == '`' {
+					if i+1 < len(in) && in[i+1] == '`' {
+						b.WriteByte('`')
+						i++
+						continue
+					}
+					closed = true
+					break
+				}
+				b.WriteByte(in[i])
+			}
+			if !closed {
+				return "", "", bad
+			}
+			part, in = b.String(), strings.TrimLeft(in[i+1:], " \t\r\n")
+		} else {
+			j := strings.IndexByte(in, '.')
+			if j < 0 {
+				j = len(in)
+			}
+			part, in = strings.TrimSpace(in[:j]), in[j:]
+			if strings.Contains(part, "`") {
+				return "", "", bad
+			}
 		}
-	}
-	parts = append(parts, cur.String())
-	bad := quoted || len(parts) > 2
-	for i := range parts {
-		if !wasQuoted || i < len(parts)-1 {
-			parts[i] = strings.TrimSpace(parts[i])
+		if part == "" {
+			return "", "", bad
 		}
-		bad = bad || parts[i] == ""
-	}
-	if bad {
-		return "", "", optionsError("DP_NGRAMS: the table argument '%s' is not a table name: write 'table' or 'database.table' (backquotes allowed, as in '`my db`.`my table`')", s)
+		parts = append(parts, part)
+		if in == "" {
+			break
+		}
+		if in[0] != '.' || len(parts) == 2 {
+			return "", "", bad
+		}
+		in = in[1:]
 	}
 	if len(parts) == 2 {
 		return parts[0], parts[1], nil
