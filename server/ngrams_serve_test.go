@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	gmssql "github.com/dolthub/go-mysql-server/sql"
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/server/demo"
+	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
@@ -213,5 +216,42 @@ func TestServerNgramsGoverned(t *testing.T) {
 	err = db.QueryRow(q, "notes", "uname").Scan(&n)
 	if !errors.As(err, &me) || me.Number != 1142 || !strings.Contains(me.Message, "is the column 'user_id'") {
 		t.Fatalf("wrong privacy unit: %v", err)
+	}
+}
+
+// BenchmarkNgramsDemo times one DP_NGRAMS release (T = 3, ε = 4) over
+// demo.posts (67,290 posts, 740,996 tokens) on the embedded engine, from
+// the query to the last row:
+//
+//	go test -run '^$' -bench NgramsDemo -benchtime 5x ./server/
+func BenchmarkNgramsDemo(b *testing.B) {
+	p, err := storage.NewProvider()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ddb, _, err := demo.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.AddDatabase(ddb); err != nil {
+		b.Fatal(err)
+	}
+	e, err := server.NewEngine(server.Config{Provider: p})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		ctx := server.NewContext(context.Background(), "", "demo")
+		_, it, _, err := e.Query(ctx, "SELECT * FROM DP_NGRAMS('posts', 'body', 'user_id', 'epsilon=4')")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, err := gmssql.RowIterToRows(ctx, it)
+		if err != nil || len(rows) == 0 {
+			b.Fatalf("%d rows, %v", len(rows), err)
+		}
+		b.ReportMetric(float64(len(rows)), "ngrams/op")
 	}
 }
