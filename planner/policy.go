@@ -1,16 +1,465 @@
 package planner
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/analyzer"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/vitess/go/mysql"
+
 	"github.com/dpsql/dpsql/functions"
 )
 
-// PolicyRules returns the analyst rules of the governed server: the rewrite
-// of SELECT DISTINCT / GROUP BY over protected tables into DP releases, and
-// the guard that refuses every other read of protected rows (MySQL error
-// 1142). Install them after Rules().
+// Rule ids of the analyst rules.
+const (
+	RewriteProtectedID = RuleIDBase + 10 + iota
+	GuardProtectedID
+)
+
+// PolicyOption configures PolicyRules.
+type PolicyOption func(*policy)
+
+// WithRand sets the random source of the releases (tests only: the only
+// private choice is the default, securerand.New).
+func WithRand(rnd func() *rand.Rand) PolicyOption {
+	return func(p *policy) { p.rnd = rnd }
+}
+
+// PolicyRules returns the analyst rules of the governed server. For a
+// session that gov says is governed (an analyst):
 //
-// (Work in progress on main: the implementation lands in this file.)
-func PolicyRules(gov functions.Governor) []Rule {
-	_ = gov
-	return nil
+//   - RewriteProtected (pre-analyzer) turns the allowed forms over a
+//     protected table into private releases (a Release node):
+//     SELECT DISTINCT c1[, c2…] FROM t [alias] [WHERE …] (with any ORDER BY
+//     or LIMIT above it), SELECT c… FROM t [WHERE …] GROUP BY c…, and
+//     SELECT DP_SET_UNION(item, privacy_unit) … FROM t [WHERE …] with the
+//     table's declared privacy unit. This holds inside derived tables,
+//     CTEs, UNIONs, views and expression subqueries. The session's dp_*
+//     variables give the options; gov.Check refuses a release over budget
+//     before any data is read, and the node charges gov.Charge before it
+//     reads a row.
+//   - GuardProtected (post-validation) refuses, with MySQL error 1142, any
+//     plan that still reads a protected table in any other way (plain
+//     SELECT, aggregates, joins, subqueries, window functions, EXPLAIN
+//     ANALYZE, INSERT … SELECT, ANALYZE TABLE, …). Metadata statements
+//     (DESCRIBE, SHOW COLUMNS / CREATE TABLE / INDEX) are allowed.
+//
+// Install them after Rules(). Sessions that are not governed (admins) are
+// left alone.
+func PolicyRules(gov functions.Governor, opts ...PolicyOption) []Rule {
+	p := &policy{gov: gov}
+	for _, o := range opts {
+		o(p)
+	}
+	return []Rule{
+		{ID: RewriteProtectedID, Name: "rewrite_protected_reads", Batch: PreAnalyze, Apply: p.rewrite},
+		{ID: GuardProtectedID, Name: "guard_protected_reads", Batch: PostValidation, Apply: p.guard},
+	}
+}
+
+type policy struct {
+	gov functions.Governor
+	rnd func() *rand.Rand
+}
+
+// ERTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR (vitess
+// v0.20.0's constants lack it).
+const ERTableAccessDenied = 1142
+
+// ErrAccess is the refusal of a read of a protected table (MySQL error
+// 1142, ER_TABLEACCESS_DENIED_ERROR, SQLSTATE 42000), naming the allowed
+// forms.
+func ErrAccess(db, table, why string) error {
+	return mysql.NewSQLError(ERTableAccessDenied, "42000",
+		"SELECT command denied for table '%s.%s': %s. An analyst may read a protected table only through a private release: "+
+			"SELECT DISTINCT c1[, c2…] FROM %s [WHERE …], SELECT c… FROM %s [WHERE …] GROUP BY c…, "+
+			"SELECT DP_SET_UNION(item, privacy_unit) FROM %s [WHERE …], or SELECT * FROM DP_NGRAMS('%s.%s', …); "+
+			"metadata (DESCRIBE, SHOW COLUMNS, SHOW CREATE TABLE) is allowed",
+		db, table, why, table, table, table, db, table)
+}
+
+// rewrite is RewriteProtected.
+func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
+	if p.gov == nil || !p.gov.Governed(ctx) {
+		return n, transform.SameTree, nil
+	}
+	return p.rewriteNode(ctx, n)
+}
+
+func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+		n, same, err := p.rewriteSubqueries(ctx, n)
+		if err != nil {
+			return nil, transform.SameTree, err
+		}
+		var r *Release
+		switch n := n.(type) {
+		case *plan.Distinct:
+			r, err = p.distinct(ctx, n)
+		case *plan.GroupBy:
+			r, err = p.groupBy(ctx, n)
+		}
+		if err != nil {
+			return nil, transform.SameTree, err
+		}
+		if r == nil {
+			return n, same, nil
+		}
+		for _, rel := range r.releases(ctx) {
+			if err := p.gov.Check(ctx, rel); err != nil {
+				return nil, transform.SameTree, err
+			}
+		}
+		if d, ok := n.(*plan.Distinct); ok {
+			// Keep a Project of the original column ids over the release:
+			// later rules (IN-subquery decorrelation) look for it.
+			proj := d.Child.(*plan.Project)
+			refs := make([]sql.Expression, len(proj.Projections))
+			for i, c := range r.schema {
+				id := sql.ColumnId(0)
+				if ie, ok := proj.Projections[i].(sql.IdExpression); ok {
+					id = ie.Id()
+				}
+				refs[i] = expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable)
+			}
+			return plan.NewProject(refs, r), transform.NewTree, nil
+		}
+		return r, transform.NewTree, nil
+	})
+}
+
+// rewriteSubqueries applies the rewrite to the plans of n's expression
+// subqueries, which are not children of n.
+func (p *policy) rewriteSubqueries(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+	if _, ok := n.(sql.Expressioner); !ok {
+		return n, transform.SameTree, nil
+	}
+	return transform.OneNodeExpressions(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		return transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			sq, ok := e.(*plan.Subquery)
+			if !ok || sq.Query == nil {
+				return e, transform.SameTree, nil
+			}
+			q, same, err := p.rewriteNode(ctx, sq.Query)
+			if err != nil || same {
+				return e, transform.SameTree, err
+			}
+			return sq.WithQuery(q), transform.NewTree, nil
+		})
+	})
+}
+
+// source is a protected table under a chain of filters, as the planbuilder
+// plans FROM t [alias] [WHERE …].
+type source struct {
+	db, name string // database and table name
+	ref      string // the name columns are qualified with: alias or table
+	table    sql.Table
+	unit     string // privacy-unit column
+	filters  []sql.Expression
+}
+
+// protectedSource matches Filter* over [TableAlias] over a ResolvedTable of
+// a protected table. ok is false for anything else (joins, derived tables,
+// unprotected tables…), which the guard judges later.
+func (p *policy) protectedSource(n sql.Node) (source, bool) {
+	var s source
+	for {
+		switch c := n.(type) {
+		case *plan.Filter:
+			s.filters = append(s.filters, c.Expression)
+			n = c.Child
+			continue
+		case *plan.TableAlias:
+			rt, ok := c.Child.(*plan.ResolvedTable)
+			if !ok {
+				return s, false
+			}
+			s.ref = c.Name()
+			n = rt
+			continue
+		case *plan.ResolvedTable:
+			if c.Database() == nil {
+				return s, false
+			}
+			s.db, s.name, s.table = c.Database().Name(), c.Name(), c.UnderlyingTable()
+			if s.ref == "" {
+				s.ref = c.Name()
+			}
+			unit, ok := p.gov.PrivacyUnit(s.db, s.name)
+			s.unit = unit
+			return s, ok
+		}
+		return s, false
+	}
+}
+
+// distinct rewrites Distinct(Project(exprs, source)).
+func (p *policy) distinct(ctx *sql.Context, d *plan.Distinct) (*Release, error) {
+	proj, ok := d.Child.(*plan.Project)
+	if !ok {
+		return nil, nil
+	}
+	src, ok := p.protectedSource(proj.Child)
+	if !ok {
+		return nil, nil
+	}
+	keys := make([]sql.Expression, len(proj.Projections))
+	out := make([]int, len(keys))
+	for i, e := range proj.Projections {
+		keys[i] = unalias(e)
+		out[i] = i
+	}
+	return p.newRelease(ctx, src, distinctRows, keys, out, nil, proj.Schema())
+}
+
+// groupBy rewrites GroupBy(select, group, source) when it only groups (the
+// GROUP BY form) or only computes DP_SET_UNION calls (after LiftSetUnion).
+func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
+	src, ok := p.protectedSource(g.Child)
+	if !ok {
+		return nil, nil
+	}
+	if len(g.GroupByExprs) == 0 {
+		var calls []*functions.SetUnion
+		for _, e := range g.SelectedExprs {
+			su, ok := e.(*functions.SetUnion)
+			if !ok || su.Options() == nil {
+				return nil, nil // other aggregates: the guard refuses
+			}
+			calls = append(calls, su)
+		}
+		return p.newRelease(ctx, src, setUnions, nil, nil, calls, g.Schema())
+	}
+	keys := make([]sql.Expression, len(g.GroupByExprs))
+	for i, e := range g.GroupByExprs {
+		keys[i] = unalias(e)
+	}
+	out := make([]int, len(g.SelectedExprs))
+	for i, e := range g.SelectedExprs {
+		out[i] = -1
+		for k, key := range keys {
+			if sameExpr(unalias(e), key) {
+				out[i] = k
+				break
+			}
+		}
+		if out[i] < 0 {
+			return nil, nil // an aggregate or a non-key column: the guard refuses
+		}
+	}
+	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema())
+}
+
+func unalias(e sql.Expression) sql.Expression {
+	for {
+		a, ok := e.(*expression.Alias)
+		if !ok {
+			return e
+		}
+		e = a.Child
+	}
+}
+
+func sameExpr(a, b sql.Expression) bool {
+	ga, ok1 := a.(*expression.GetField)
+	gb, ok2 := b.(*expression.GetField)
+	if ok1 && ok2 {
+		return ga.Id() == gb.Id() || (strings.EqualFold(ga.Table(), gb.Table()) && strings.EqualFold(ga.Name(), gb.Name()))
+	}
+	return a.String() == b.String()
+}
+
+// newRelease binds the expressions of a release to the table's rows and
+// checks them.
+func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema) (*Release, error) {
+	r := &Release{mode: mode, db: src.db, table: src.table, out: out, schema: schema, gov: p.gov, rnd: p.rnd, done: &releaseResult{}}
+	tschema := src.table.Schema()
+	bind := func(e sql.Expression, what string) (sql.Expression, error) {
+		if err := checkReleaseExpr(src, e, what); err != nil {
+			return nil, err
+		}
+		return bindToTable(src, tschema, e, what)
+	}
+	unitIdx := tschema.IndexOfColName(src.unit)
+	if unitIdx < 0 {
+		return nil, fmt.Errorf("protected table %s.%s has no privacy-unit column %q", src.db, src.name, src.unit)
+	}
+	uc := tschema[unitIdx]
+	r.unit = expression.NewGetFieldWithTable(unitIdx, 0, uc.Type, src.db, src.name, uc.Name, uc.Nullable)
+	for _, f := range src.filters {
+		b, err := bind(f, "WHERE clause")
+		if err != nil {
+			return nil, err
+		}
+		if r.filter == nil {
+			r.filter = b
+		} else {
+			r.filter = expression.NewAnd(r.filter, b)
+		}
+	}
+	switch mode {
+	case distinctRows:
+		r.keys = make([]sql.Expression, len(keys))
+		for i, k := range keys {
+			b, err := bind(k, "selected columns")
+			if err != nil {
+				return nil, err
+			}
+			r.keys[i] = b
+		}
+		params := functions.SessionParams(ctx)
+		o, err := params.Options()
+		if err != nil {
+			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private SELECT DISTINCT on %s.%s: %s (check the dp_* session variables)", src.db, src.name, err)
+		}
+		r.opts = o
+	case setUnions:
+		for _, c := range calls {
+			gf, ok := c.PrivacyUnit().(*expression.GetField)
+			if !ok || !strings.EqualFold(gf.Name(), src.unit) || !strings.EqualFold(gf.Table(), src.ref) {
+				return nil, ErrAccess(src.db, src.name, fmt.Sprintf("the privacy unit of DP_SET_UNION over it must be its column %s, not %s", src.unit, c.PrivacyUnit()))
+			}
+			item, err := bind(c.Item(), "DP_SET_UNION item")
+			if err != nil {
+				return nil, err
+			}
+			r.calls = append(r.calls, c)
+			r.items = append(r.items, item)
+		}
+	}
+	return r, nil
+}
+
+// deniedFunctions are functions a private release refuses in its
+// expressions: they act outside the row (locks, files, sleeping, which
+// would let the running time depend on one row).
+var deniedFunctions = map[string]bool{
+	"sleep": true, "benchmark": true, "load_file": true, "get_lock": true, "release_lock": true,
+	"release_all_locks": true, "is_free_lock": true, "is_used_lock": true,
+}
+
+// checkReleaseExpr refuses what a row-wise release cannot evaluate safely:
+// subqueries (they read other data, maybe protected, and are not
+// analysed inside a release), assignments to variables (they would carry a
+// protected value out of the query), and the denied functions.
+func checkReleaseExpr(src source, e sql.Expression, what string) error {
+	var err error
+	transform.InspectExpr(e, func(e sql.Expression) bool {
+		switch e := e.(type) {
+		case *plan.Subquery:
+			err = ErrAccess(src.db, src.name, "subqueries are not allowed in the "+what+" of a private release")
+		case *expression.SetField:
+			err = ErrAccess(src.db, src.name, "assignments are not allowed in the "+what+" of a private release")
+		case sql.Aggregation, sql.WindowAdaptableExpression:
+			err = ErrAccess(src.db, src.name, "aggregate and window functions are not allowed in the "+what+" of a private release")
+		case sql.FunctionExpression:
+			if deniedFunctions[strings.ToLower(e.FunctionName())] {
+				err = ErrAccess(src.db, src.name, fmt.Sprintf("function %s is not allowed in a private release", strings.ToUpper(e.FunctionName())))
+			}
+		}
+		return err != nil
+	})
+	return err
+}
+
+// bindToTable rewrites e's column references to indexes of the table's
+// full schema; a reference to anything else (an outer query's column) is
+// refused.
+func bindToTable(src source, tschema sql.Schema, e sql.Expression, what string) (sql.Expression, error) {
+	out, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		gf, ok := e.(*expression.GetField)
+		if !ok {
+			return e, transform.SameTree, nil
+		}
+		idx := tschema.IndexOfColName(gf.Name())
+		if idx < 0 || (gf.Table() != "" && !strings.EqualFold(gf.Table(), src.ref) && !strings.EqualFold(gf.Table(), src.name)) {
+			return nil, transform.SameTree, ErrAccess(src.db, src.name, fmt.Sprintf("the %s of a private release may only use the table's own columns, not %s", what, gf))
+		}
+		c := tschema[idx]
+		return expression.NewGetFieldWithTable(idx, 0, c.Type, src.db, src.name, c.Name, c.Nullable), transform.NewTree, nil
+	})
+	return out, err
+}
+
+// guard is GuardProtected.
+func (p *policy) guard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
+	if p.gov == nil || !p.gov.Governed(ctx) {
+		return n, transform.SameTree, nil
+	}
+	return n, transform.SameTree, p.check(n)
+}
+
+// check walks the whole plan — opaque nodes and expression subqueries
+// included — and refuses any node that reads a protected table outside a
+// Release.
+func (p *policy) check(n sql.Node) error {
+	var err error
+	transform.Inspect(n, func(n sql.Node) bool {
+		if err != nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *Release:
+			return false
+		case *plan.ShowColumns, *plan.ShowCreateTable, *plan.ShowIndexes:
+			return false // metadata only
+		case *plan.AnalyzeTable:
+			for _, t := range n.Tables {
+				db := n.Db
+				if d, ok := t.(sql.Databaser); ok && d.Database() != nil {
+					db = d.Database().Name()
+				}
+				if _, prot := p.gov.PrivacyUnit(db, t.Name()); prot {
+					err = ErrAccess(db, t.Name(), "ANALYZE TABLE computes statistics of protected rows")
+					return false
+				}
+			}
+		case *plan.TableCountLookup:
+			if n.Db() != nil {
+				if _, prot := p.gov.PrivacyUnit(n.Db().Name(), n.Table().Name()); prot {
+					err = ErrAccess(n.Db().Name(), n.Table().Name(), "counting rows is not a private release")
+					return false
+				}
+			}
+		case sql.TableNode:
+			if n.Database() != nil {
+				if _, prot := p.gov.PrivacyUnit(n.Database().Name(), n.UnderlyingTable().Name()); prot {
+					err = ErrAccess(n.Database().Name(), n.UnderlyingTable().Name(), "this query reads its rows directly")
+					return false
+				}
+			}
+		}
+		if ex, ok := n.(sql.Expressioner); ok {
+			for _, e := range ex.Expressions() {
+				transform.InspectExpr(e, func(e sql.Expression) bool {
+					if sq, ok := e.(*plan.Subquery); ok && sq.Query != nil && err == nil {
+						err = p.check(sq.Query)
+					}
+					return err != nil
+				})
+			}
+		}
+		return err == nil
+	})
+	return err
+}
+
+// ScanGuard returns the check a governed server installs on each protected
+// table (storage.Table.WithScanGuard): a governed session may read rows of
+// db.table only inside a private release (functions.ReleaseContext). It
+// backs up the planner's guard at the storage layer, so that a plan shape
+// the guard does not know still cannot read protected rows.
+func ScanGuard(gov functions.Governor, db, table string) func(*sql.Context) error {
+	return func(ctx *sql.Context) error {
+		if gov.Governed(ctx) && !functions.InRelease(ctx) {
+			return ErrAccess(db, table, "its rows can only be read by a private release")
+		}
+		return nil
+	}
 }

@@ -42,6 +42,7 @@ type Table struct {
 	rows    int
 	schema  sql.Schema
 	counts  RowCounts
+	guard   func(*sql.Context) error
 
 	// projection (nil: all columns, in order)
 	proj       []int
@@ -118,6 +119,17 @@ func (t *Table) Collation() sql.CollationID { return sql.Collation_Default }
 func (t *Table) WithRowCounts(c RowCounts) *Table {
 	nt := *t
 	nt.counts = c
+	return &nt
+}
+
+// WithScanGuard returns a copy of t (sharing the data) that calls guard
+// before serving any rows and fails the scan with its error. The governed
+// server guards protected tables so that only private releases read them,
+// whatever plan the analyzer made (a second line behind the planner's
+// guard).
+func (t *Table) WithScanGuard(guard func(*sql.Context) error) *Table {
+	nt := *t
+	nt.guard = guard
 	return &nt
 }
 
@@ -206,7 +218,12 @@ func (t *Table) Partitions(*sql.Context) (sql.PartitionIter, error) {
 }
 
 // PartitionRows implements sql.Table.
-func (t *Table) PartitionRows(_ *sql.Context, p sql.Partition) (sql.RowIter, error) {
+func (t *Table) PartitionRows(ctx *sql.Context, p sql.Partition) (sql.RowIter, error) {
+	if t.guard != nil {
+		if err := t.guard(ctx); err != nil {
+			return nil, err
+		}
+	}
 	pp, ok := p.(partition)
 	if !ok {
 		return nil, fmt.Errorf("storage: table %s got a foreign partition %T", t.name, p)
