@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dolthub/go-mysql-server/sql"
+
 	"github.com/dpsql/dpsql/server/storage"
 )
 
@@ -18,8 +20,9 @@ import (
 // also "jumps over the lazy dog", and every user a row of two tokens of
 // their own and a row with a NULL body; uname is user_id as text. Rows with
 // a NULL user_id (and uname) say "ghost words here", rows with an empty
-// uname "blank words".
-func ngramsProvider(t testing.TB) *storage.Provider {
+// uname "blank words". A guard, if given, is installed on notes as its
+// scan guard (storage.Table.WithScanGuard).
+func ngramsProvider(t testing.TB, guard ...func(*sql.Context) error) *storage.Provider {
 	t.Helper()
 	p := testProvider(t)
 	db, ok := p.Lookup("mydb")
@@ -56,6 +59,9 @@ func ngramsProvider(t testing.TB) *storage.Provider {
 	notes, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, g := range guard {
+		notes = notes.WithScanGuard(g)
 	}
 	gb, err := storage.NewTableBuilder("glossary", []storage.Column{
 		{Name: "term", Type: storage.Text},

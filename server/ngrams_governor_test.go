@@ -15,6 +15,7 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -130,8 +131,10 @@ func (t countingTable) Partitions(ctx *sql.Context) (sql.PartitionIter, error) {
 	return t.Table.Partitions(ctx)
 }
 
-// governedEngine returns an engine whose Governor protects mydb.notes
-// (privacy unit user_id) and governs the user alice.
+// governedEngine returns an engine set up as the governed server will be:
+// its Governor protects mydb.notes (privacy unit user_id) and governs the
+// user alice, the planner's analyst rules are installed, and notes has the
+// storage scan guard that lets analysts read it only inside a release.
 func governedEngine(t *testing.T) (*sqle.Engine, *fakeGov) {
 	t.Helper()
 	reads := new(atomic.Int64)
@@ -140,12 +143,11 @@ func governedEngine(t *testing.T) (*sqle.Engine, *fakeGov) {
 		units:    map[string]string{"mydb.notes": "user_id"},
 		reads:    reads,
 	}
+	seeded := func() *rand.Rand { return securerand.NewSeeded(42) }
 	e, err := server.NewEngine(server.Config{
-		Provider: countingProvider{Provider: ngramsProvider(t), reads: reads},
-		Functions: functions.Config{
-			Rand:     func() *rand.Rand { return securerand.NewSeeded(42) },
-			Governor: gov,
-		},
+		Provider:  countingProvider{Provider: ngramsProvider(t, planner.ScanGuard(gov, "mydb", "notes")), reads: reads},
+		Functions: functions.Config{Rand: seeded, Governor: gov},
+		Rules:     planner.PolicyRules(gov, planner.WithRand(seeded)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -199,6 +201,14 @@ func TestNgramsGoverned(t *testing.T) {
 	if _, _, r := gov.counts(); r != 1 {
 		t.Errorf("%d scans, want 1", r)
 	}
+
+	// The analyst's raw reads stay refused (planner guard); a scan outside
+	// a release is refused by the storage guard too, which DP_NGRAMS's
+	// scan passes.
+	if _, err := query(e, "alice", "SELECT body FROM notes LIMIT 1"); err == nil || !strings.Contains(err.Error(), "errno 1142") {
+		t.Fatalf("raw read: %v", err)
+	}
+	gov.counts()
 
 	// Over budget at plan time: nothing is charged or read.
 	gov.checkErr = errors.New("privacy budget exceeded: test")
