@@ -55,7 +55,9 @@ func NgramsTableFunction(cfg Config) sql.TableFunction { return &NGrams{cfg: cfg
 // BIGINT 1 and VARCHAR '1' are the same unit), rows whose unit is NULL or
 // empty dropped, NULL text giving no tokens — and runs one extraction with a
 // fresh random source. Everything is computed before the first row is
-// returned.
+// returned, so a server's ConnReadTimeout, which also bounds the wait for
+// the next row, must allow for the whole extraction (GMS_NOTES §4.6);
+// cancelling the query stops the scan and the extraction.
 //
 // Reading tables. The table is looked up through the analyzer's catalog
 // (sql.Catalog, given by WithCatalog), not through the unwrapped current
