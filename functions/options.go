@@ -187,19 +187,26 @@ func (s *OptionSet) AddSetUnion(p *SetUnionParams) {
 	s.Float("delta", &p.Delta)
 	s.Int("max_items", &p.MaxItems)
 	s.String("mechanism", &p.Mechanism)
-	s.Func("alpha", func(v string) error {
+	s.Alpha("alpha", &p.Alpha)
+	s.Int("rounds", &p.Rounds)
+}
+
+// Alpha adds a key whose value is a cutoff parameter stored in *dst: a
+// finite number, or "default" for AlphaDefault (the range is checked by
+// the function's validation).
+func (s *OptionSet) Alpha(key string, dst *float64) {
+	s.Func(key, func(v string) error {
 		if strings.EqualFold(v, "default") {
-			p.Alpha = AlphaDefault
+			*dst = AlphaDefault
 			return nil
 		}
 		f, err := ParseFloat(v)
 		if err != nil {
 			return err
 		}
-		p.Alpha = f
+		*dst = f
 		return nil
 	})
-	s.Int("rounds", &p.Rounds)
 }
 
 // Options validates p and converts it to the core's options. Errors name the

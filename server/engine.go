@@ -2,10 +2,10 @@
 // MySQL-protocol server.
 //
 // NewEngine is the one constructor that installs everything dpsql adds to
-// go-mysql-server v0.20.0 — the DP_SET_UNION aggregate, the planner rules
-// that make it an aggregate, the parser guard, and the dp_* system
-// variables — so that any program embedding go-mysql-server can reuse it
-// with its own DatabaseProvider.
+// go-mysql-server v0.20.0 — the DP_SET_UNION aggregate and the planner
+// rules that make it an aggregate, the DP_NGRAMS table function, the parser
+// guard, and the dp_* system variables — so that any program embedding
+// go-mysql-server can reuse it with its own DatabaseProvider.
 package server
 
 import (
@@ -44,6 +44,12 @@ type Config struct {
 //   - the dp_* system variables (registered once per process, before any
 //     session exists: sessions snapshot the registry when created);
 //   - DP_SET_UNION in the engine's function registry;
+//   - the table function DP_NGRAMS, when cfg.Provider implements
+//     sql.TableFunctionProvider (the analyzer then uses the provider copy
+//     that WithTableFunctions returns; table functions registered on the
+//     original provider afterwards are not seen). Lookups are as
+//     case-insensitive as the provider makes them: storage.Provider's are,
+//     go-mysql-server's memory provider's are not;
 //   - planner.Rules() followed by cfg.Rules in a fresh analyzer (one
 //     analyzer per engine: sqle.New panics when given an analyzer twice);
 //   - a planner.GuardParser as the engine's and the analyzer's parser.
@@ -57,12 +63,29 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 		}
 		pro = p
 	}
+	ctx := sql.NewEmptyContext()
+	if tfp, ok := pro.(sql.TableFunctionProvider); ok {
+		// WithTableFunctions returns a copy (go-mysql-server's memory
+		// provider and storage.Provider alike): the copy is what the
+		// analyzer must use.
+		if _, exists := tfp.TableFunction(ctx, functions.NgramsName); exists {
+			return nil, fmt.Errorf("server: the provider already defines the table function %s; let NewEngine install it", functions.NgramsName)
+		}
+		np, err := tfp.WithTableFunctions(functions.NgramsTableFunction(cfg.Functions))
+		if err != nil {
+			return nil, fmt.Errorf("server: installing %s: %w", functions.NgramsName, err)
+		}
+		dp, ok := np.(sql.DatabaseProvider)
+		if !ok {
+			return nil, fmt.Errorf("server: %T.WithTableFunctions returned %T, which is not a sql.DatabaseProvider", pro, np)
+		}
+		pro = dp
+	}
 	b, err := planner.Install(analyzer.NewBuilder(pro), append(planner.Rules(), cfg.Rules...))
 	if err != nil {
 		return nil, err
 	}
 	a := b.Build()
-	ctx := sql.NewEmptyContext()
 	if _, exists := a.Catalog.Function(ctx, functions.SetUnionName); exists {
 		return nil, fmt.Errorf("server: the provider already defines %s; let NewEngine install it", functions.SetUnionName)
 	}

@@ -33,8 +33,14 @@ type Builder struct {
 	itemNames []string
 	// lists[u] holds user u's entries item<<32 | count; clean[u] is the length
 	// of its sorted, deduplicated prefix.
-	lists       [][]uint64
-	clean       []int32
+	lists [][]uint64
+	clean []int32
+	// last[i] remembers where item i was last appended: user last[i].u at
+	// index last[i].pos of its list. A repeat of the pair while that entry
+	// is still in place (the common case: a user's rows or a row's tokens
+	// arrive together) only bumps its count, so duplicates rarely reach the
+	// lists and compaction.
+	last        []lastSeen
 	occurrences int64
 }
 
@@ -154,12 +160,28 @@ func (b *Builder) item(name string) uint32 {
 	i := uint32(len(b.itemNames))
 	b.itemIdx[name] = i
 	b.itemNames = append(b.itemNames, name)
+	b.last = append(b.last, lastSeen{u: noUser})
 	return i
 }
 
+type lastSeen struct {
+	u   uint32
+	pos int32
+}
+
+const noUser = ^uint32(0)
+
 func (b *Builder) add(u, i uint32) {
 	b.occurrences++
-	l := append(b.lists[u], uint64(i)<<32|1)
+	l := b.lists[u]
+	if ls := b.last[i]; ls.u == u && int(ls.pos) < len(l) && uint32(l[ls.pos]>>32) == i {
+		if l[ls.pos]&0xffffffff < 0xffffffff {
+			l[ls.pos]++
+		}
+		return
+	}
+	l = append(l, uint64(i)<<32|1)
+	b.last[i] = lastSeen{u: u, pos: int32(len(l) - 1)}
 	if len(l) >= 2*int(b.clean[u])+32 {
 		l = compact(l)
 		b.clean[u] = int32(len(l))
