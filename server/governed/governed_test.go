@@ -406,6 +406,19 @@ func TestSetGlobalRefusedForAnalysts(t *testing.T) {
 	if err := alice.QueryRowContext(ctx, "SELECT @@dp_epsilon").Scan(&e); err != nil || e != 0.5 {
 		t.Errorf("@@dp_epsilon = %v (%v), want 0.5", e, err)
 	}
+	// A SET_VAR hint cannot get around the cap: the ledger checks every
+	// release's actual ε.
+	rows, err := alice.QueryContext(ctx, "SELECT /*+ SET_VAR(dp_epsilon=0.9) */ DISTINCT url FROM visits")
+	if err == nil {
+		rows.Close()
+	}
+	recs, _ := s.Ledger().Audit(ledger.AuditFilter{Analyst: "alice"})
+	for _, r := range recs {
+		if r.Epsilon > 0.5 {
+			t.Errorf("charged a release of ε=%v above alice's cap", r.Epsilon)
+		}
+	}
+	t.Logf("SET_VAR(dp_epsilon=0.9) hint: %v; %d charges", err, len(recs))
 	// bob has no cap: any valid value.
 	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
 	if _, err := bob.ExecContext(ctx, "SET dp_epsilon = 10"); err != nil {
@@ -717,4 +730,20 @@ func TestLedgerChargesEveryReleaseOfAStatement(t *testing.T) {
 	_, err = release(bob)
 	wantCode(t, "over budget", err, governance.CodeBudget)
 	checkSpent(t, bob, 0.4, 4e-7, 4)
+}
+
+// TestLedgerChargesNgrams: DP_NGRAMS over a protected table is charged to
+// the analyst like any release.
+func TestLedgerChargesNgrams(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	rows, err := bob.QueryContext(context.Background(), "SELECT * FROM DP_NGRAMS('shop.visits', 'url', 'user_id', 'epsilon=0.3, max_n=2')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	checkSpent(t, bob, 0.3, 1e-7, 1)
 }
