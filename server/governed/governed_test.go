@@ -457,6 +457,31 @@ func TestProtectedCountsHidden(t *testing.T) {
 	if got["visits"] != [2]int64{0, 0} || got["products"][0] != 3 {
 		t.Errorf("information_schema.tables: %v", got)
 	}
+	rows, err = alice.Query("SHOW TABLE STATUS FROM shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _ := rows.Columns()
+	status := map[string][]dbsql.NullString{}
+	for rows.Next() {
+		vals := make([]dbsql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		status[vals[0].String] = vals
+	}
+	rows.Close()
+	for i, c := range cols {
+		if c == "Rows" || c == "Data_length" || c == "Avg_row_length" {
+			if v := status["visits"][i].String; v != "0" {
+				t.Errorf("SHOW TABLE STATUS: visits %s = %s", c, v)
+			}
+		}
+	}
 	var comment string
 	if err := alice.QueryRow("SELECT table_comment FROM information_schema.tables WHERE table_schema = 'shop' AND table_name = 'visits'").Scan(&comment); err != nil || !strings.Contains(comment, "privacy unit user_id") {
 		t.Errorf("comment %q, %v", comment, err)
