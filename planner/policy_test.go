@@ -171,6 +171,15 @@ func TestAnalystReleases(t *testing.T) {
 		{"SELECT DISTINCT v.item FROM visits v WHERE v.item <> 'even'", "common", 1},
 		{"SELECT DISTINCT item, g FROM visits WHERE item = 'common' ORDER BY g DESC", "common,2|common,1|common,0", 1},
 		{"SELECT DISTINCT UPPER(item) AS u FROM visits WHERE item LIKE 'c%'", "COMMON", 1},
+		// ORDER BY an alias, or a column spelled differently from the select
+		// list: the planbuilder sorts below the DISTINCT; ORDER BY 1 over an
+		// alias sorts by the alias's expression above it.
+		{"SELECT DISTINCT item AS it FROM visits ORDER BY it DESC", "even|common", 1},
+		{"SELECT DISTINCT UPPER(item) AS u FROM visits WHERE g = 1 ORDER BY u DESC LIMIT 3", "EVEN|COMMON", 1},
+		{"SELECT DISTINCT v.item AS it FROM visits v ORDER BY v.item DESC", "even|common", 1},
+		{"SELECT DISTINCT item AS it, g FROM visits WHERE item = 'common' ORDER BY g DESC, it", "common,2|common,1|common,0", 1},
+		{"SELECT DISTINCT item AS it FROM visits ORDER BY 1 DESC", "even|common", 1},
+		{"SELECT DISTINCT UPPER(item) FROM visits ORDER BY 1 DESC", "EVEN|COMMON", 1},
 		{"SELECT * FROM (SELECT DISTINCT item FROM visits) s ORDER BY item", "common|even", 1},
 		{"WITH c AS (SELECT DISTINCT item FROM visits) SELECT item FROM c WHERE item = 'even'", "even", 1},
 		{"SELECT DISTINCT item FROM visits UNION SELECT name FROM pages ORDER BY 1", "common|even|public", 1},
@@ -228,6 +237,7 @@ func TestAnalystRefusals(t *testing.T) {
 		"SELECT item, ROW_NUMBER() OVER (PARTITION BY item) FROM visits",
 		"SELECT DISTINCT item FROM visits WHERE item IN (SELECT name FROM pages)",
 		"SELECT DISTINCT item FROM visits WHERE SLEEP(0.01) = 0",
+		"SELECT DISTINCT item FROM visits ORDER BY g", // MySQL: error 3065 (ORDER BY not in the select list)
 		"SELECT DP_SET_UNION(item, g) FROM visits",
 		"SELECT DP_SET_UNION(item, CONCAT(user_id, item)) FROM visits",
 		"SELECT DP_SET_UNION(item, user_id), COUNT(*) FROM visits",
