@@ -22,12 +22,3 @@ func nodeRunner(t *testing.T) clients.Node {
 	}
 	return n
 }
-
-func TestNodeMysql2PlainGMS(t *testing.T) {
-	n := nodeRunner(t)
-	target := startPlainGMS(t, plainOptions{})
-	checkCommon(t, runClient(t, n, target, commonStatements), true)
-	wantLoginRefused(t, n, target)
-}
-
-func TestNodeTLSPlainGMS(t *testing.T) { wantTLSOnly(t, nodeRunner(t)) }

@@ -32,18 +32,3 @@ func pythonRunner(t *testing.T) clients.Python {
 	}
 	return p
 }
-
-func TestPythonPandasPlainGMS(t *testing.T) {
-	p := pythonRunner(t)
-	target := startPlainGMS(t, plainOptions{})
-	// pandas' read_sql converts DECIMAL values to float (coerce_float=True
-	// by default): 1.50 arrives as 1.5.
-	checkCommonRows(t, runClient(t, p, target, commonStatements), true, [][]string{
-		{"1", "apple", "1.5", "NULL"},
-		{"2", "crème brûlée", "7.25", "tab\there"},
-		{"3", "kiwi", "NULL", "line1\nline2"},
-	})
-	wantLoginRefused(t, p, target)
-}
-
-func TestPythonTLSPlainGMS(t *testing.T) { wantTLSOnly(t, pythonRunner(t)) }

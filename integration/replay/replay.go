@@ -126,11 +126,11 @@ type Result struct {
 	Code    int    // MySQL error number (CleanError, or Failure when the server reported one)
 	Message string // error text, or why it is a failure
 	Columns []string
-	Rows    [][]*string // at most MaxRows rows, for leak checks
+	Rows    [][]*string // at most Runner.KeepRows rows, for leak checks
 	NRows   int         // rows read in total
 }
 
-// MaxRows bounds the rows a Result keeps.
+// MaxRows is the default of Runner.KeepRows.
 const MaxRows = 50
 
 // Runner replays queries as one account.
@@ -138,6 +138,9 @@ type Runner struct {
 	Target  clients.Target
 	Vars    map[string]string // values of ${name} placeholders
 	Timeout time.Duration     // per query and per liveness check; 0 means 10 s
+	// KeepRows bounds the rows each Result keeps (0 means MaxRows; a
+	// negative value keeps them all).
+	KeepRows int
 }
 
 // Substitute replaces ${name} placeholders, failing on an unknown one.
@@ -202,7 +205,7 @@ func (r Runner) Run(ctx context.Context, queries []Query) ([]Result, error) {
 				return nil, fmt.Errorf("connecting as %s before %s: %w", r.Target.User, q.ID(), err)
 			}
 		}
-		checkAlive := run(ctx, conn, timeout, &res)
+		checkAlive := run(ctx, conn, timeout, r.keepRows(), &res)
 		if checkAlive {
 			if err := alive(ctx, conn, timeout); err != nil {
 				res.Outcome = Failure
@@ -221,10 +224,20 @@ func (r Runner) Run(ctx context.Context, queries []Query) ([]Result, error) {
 	return out, nil
 }
 
+func (r Runner) keepRows() int {
+	switch {
+	case r.KeepRows == 0:
+		return MaxRows
+	case r.KeepRows < 0:
+		return int(^uint(0) >> 1)
+	}
+	return r.KeepRows
+}
+
 // run executes the query and classifies it; it reports whether the
 // connection may still be alive (always, except after a driver-level error
 // or a timeout).
-func run(ctx context.Context, conn *sql.Conn, timeout time.Duration, res *Result) bool {
+func run(ctx context.Context, conn *sql.Conn, timeout time.Duration, keep int, res *Result) bool {
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rows, err := conn.QueryContext(qctx, res.Sent)
@@ -232,7 +245,7 @@ func run(ctx context.Context, conn *sql.Conn, timeout time.Duration, res *Result
 		var r clients.Result
 		r, err = clients.ScanRows(rows)
 		res.Columns, res.NRows = r.Columns, len(r.Rows)
-		res.Rows = r.Rows[:min(len(r.Rows), MaxRows)]
+		res.Rows = r.Rows[:min(len(r.Rows), keep)]
 	}
 	if err == nil {
 		res.Outcome = Success

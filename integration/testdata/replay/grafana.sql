@@ -18,3 +18,6 @@ SELECT 1 AS value WHERE '2024-01-02 03:04:05' BETWEEN FROM_UNIXTIME(1704067200) 
 
 -- source: Grafana template-variable query a dashboard typically defines (values of a column); reads rows: dpsql must refuse or answer with a DP release
 SELECT DISTINCT `${column}` FROM `${db}`.`${table}`;
+
+-- source: Grafana documentation, MySQL data source, query variables (a variable query may return __text and __value columns; recalled); a dashboard's own sorted form; reads rows: dpsql must refuse or answer with a DP release
+SELECT DISTINCT `${column}` AS __text, `${column}` AS __value FROM `${db}`.`${table}` ORDER BY __text;

@@ -28,3 +28,6 @@ SELECT * FROM information_schema.views WHERE table_schema = '${db}';
 
 -- source: recalled shape of Superset's SQL Lab table preview (select_star); reads rows: dpsql must refuse or answer with a DP release
 SELECT * FROM `${db}`.`${table}` LIMIT 100;
+
+-- source: apache/superset superset/connectors/sqla/models.py values_for_column (native filter values: sa.select([col.label("column_values")]).select_from(tbl).distinct().limit(limit), compiled with literal binds); reads rows: dpsql must refuse or answer with a DP release
+SELECT DISTINCT `${column}` AS column_values FROM `${db}`.`${table}` LIMIT 10000;
