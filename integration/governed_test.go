@@ -115,8 +115,34 @@ const railsNotes = "id,note,price\n" +
 // mysql_native_password.
 func startRails(t testing.TB, extra ...extraAnalyst) *govServer {
 	t.Helper()
-	corpus := testenv.DataFile(t, "git_rails.tsv.gz")
 	dir := t.TempDir()
+	cfgPath := writeRailsConfig(t, dir, extra...)
+	c, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serveGoverned(t, governed.Options{Config: c})
+	host, port := splitAddr(t, s.Addr())
+	return railsServer(s, dir, host, port)
+}
+
+// railsServer describes a git_rails deployment written to dir and served at
+// host:port.
+func railsServer(s *governed.Server, dir, host string, port int) *govServer {
+	ca := filepath.Join(dir, "server.crt")
+	return &govServer{Server: s, name: "git_rails", db: "rails", dataDir: filepath.Join(dir, "data"),
+		analyst:  clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "rails", TLS: true, CAFile: ca},
+		admin:    clients.Target{Host: host, Port: port, User: "admin", Password: adminPassword, Database: "rails", TLS: true, CAFile: ca},
+		protects: []string{"rails.commits"},
+	}
+}
+
+// writeRailsConfig writes the git_rails deployment (configuration, TLS
+// certificate and key, the public table's file) to dir and returns the
+// configuration's path; its data directory is dir/data.
+func writeRailsConfig(t testing.TB, dir string, extra ...extraAnalyst) string {
+	t.Helper()
+	corpus := testenv.DataFile(t, "git_rails.tsv.gz")
 	certPEM, keyPEM := selfSignedPEM(t)
 	writeFile(t, filepath.Join(dir, "server.crt"), certPEM)
 	writeFile(t, filepath.Join(dir, "server.key"), keyPEM)
@@ -157,18 +183,14 @@ accounts:
       budgets:
         - {database: rails, epsilon: 100, delta: 1e-3}
 %s`, corpus, hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.CachingSha2Password, analystPassword), extraYAML.String())
-	s := startConfig(t, dir, cfg)
-	host, port := splitAddr(t, s.Addr())
-	ca := filepath.Join(dir, "server.crt")
-	return &govServer{Server: s, name: "git_rails", db: "rails", dataDir: filepath.Join(dir, "data"),
-		analyst:  clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "rails", TLS: true, CAFile: ca},
-		admin:    clients.Target{Host: host, Port: port, User: "admin", Password: adminPassword, Database: "rails", TLS: true, CAFile: ca},
-		protects: []string{"rails.commits"},
-	}
+	path := filepath.Join(dir, "dpsql.yaml")
+	writeFile(t, path, cfg)
+	return path
 }
 
-// startConfig writes cfg as dir/dpsql.yaml, loads it and serves it.
-func startConfig(t testing.TB, dir, cfg string) *governed.Server {
+// startConfig writes cfg as dir/dpsql.yaml, loads it and serves it (with
+// the options of opts, if given, besides the configuration).
+func startConfig(t testing.TB, dir, cfg string, opts ...governed.Options) *governed.Server {
 	t.Helper()
 	path := filepath.Join(dir, "dpsql.yaml")
 	writeFile(t, path, cfg)
@@ -176,7 +198,12 @@ func startConfig(t testing.TB, dir, cfg string) *governed.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveGoverned(t, governed.Options{Config: c})
+	var o governed.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Config = c
+	return serveGoverned(t, o)
 }
 
 // serveGoverned starts opts on a random loopback port until the test ends.
@@ -298,5 +325,9 @@ func TestMain(m *testing.M) {
 		os.Exit(serveSubprocess(os.Getenv(envServeConfig)))
 	}
 	logrus.SetLevel(logrus.ErrorLevel)
-	os.Exit(m.Run())
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
 }

@@ -12,6 +12,7 @@
 package governed
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -72,6 +73,10 @@ type Options struct {
 	// LedgerLockTimeout is how long to wait for another process to release
 	// the ledger (0: ledger.DefaultLockTimeout).
 	LedgerLockTimeout time.Duration
+	// ConnReadTimeout overrides the connection read timeout (0:
+	// ConnReadTimeout). Tests set a tight one to check that a release
+	// outlasting it ends cleanly.
+	ConnReadTimeout time.Duration
 }
 
 // Server is a governed dpsql server.
@@ -229,7 +234,7 @@ func New(o Options) (_ *Server, err error) {
 	scfg := server.ServerConfig{
 		Address:            cfg.Listen,
 		Listener:           o.Listener,
-		ConnReadTimeout:    ConnReadTimeout,
+		ConnReadTimeout:    cmp.Or(o.ConnReadTimeout, ConnReadTimeout),
 		DefaultDatabaseFor: func(user string) string { return defaultDB[user] },
 	}
 	if cfg.TLS != nil {

@@ -1,0 +1,297 @@
+package integration
+
+import (
+	"context"
+	dbsql "database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testenv"
+)
+
+// EnvLoadDuration sets how long TestLoad runs (a Go duration such as 60s
+// or 5m); without it the test runs loadDefaultDuration under CI and
+// loadLocalDuration on a developer machine.
+const EnvLoadDuration = "DPSQL_LOAD_DURATION"
+
+const (
+	loadDefaultDuration = 60 * time.Second
+	loadLocalDuration   = 15 * time.Second
+	loadBigAnalysts     = 8 // × loadConnsPerAnalyst connections with ample budgets
+	loadConnsPerAnalyst = 4
+	loadSmallAnalysts   = 2 // × 2 connections whose budgets run out
+)
+
+// loadOp is one kind of statement the load test sends.
+type loadOp struct {
+	name    string
+	release bool // charged: a DP release
+	sql     func(r *rand.Rand) string
+}
+
+var loadOps = []loadOp{
+	{"DISTINCT", true, func(r *rand.Rand) string {
+		return fmt.Sprintf("SELECT DISTINCT word FROM words WHERE user_id <= %d ORDER BY word", 2000+r.IntN(4000))
+	}},
+	{"DP_SET_UNION", true, func(r *rand.Rand) string {
+		return fmt.Sprintf("SELECT DP_SET_UNION(LOWER(SUBSTRING_INDEX(body, ' ', 2)), user_id, 'epsilon=0.5, max_items=20') AS released FROM posts WHERE user_id > %d", r.IntN(10_000))
+	}},
+	{"DP_NGRAMS", true, func(*rand.Rand) string {
+		return "SELECT ngram, n FROM DP_NGRAMS('demo.posts', 'body', 'user_id', 'epsilon=0.5, max_n=2') WHERE n = 2"
+	}},
+	{"metadata", false, func(r *rand.Rand) string {
+		return []string{
+			"SHOW TABLES",
+			"SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'demo' ORDER BY table_name, ordinal_position",
+			"DESCRIBE words",
+			"SHOW CREATE TABLE posts",
+			"SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = 'demo'",
+			"SELECT * FROM DP_BUDGET()",
+			"SHOW TABLE STATUS",
+		}[r.IntN(7)]
+	}},
+}
+
+// loadStats gathers what the connections saw.
+type loadStats struct {
+	mu        sync.Mutex
+	latency   map[string][]time.Duration
+	released  map[string]int64 // releases received, by analyst
+	refusals  map[string]int64 // budget refusals (1226), by analyst
+	errors    []string         // anything else
+	connected int
+}
+
+func (s *loadStats) record(analyst, op string, release bool, d time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var me *gomysql.MySQLError
+	switch {
+	case err == nil:
+		s.latency[op] = append(s.latency[op], d)
+		if release {
+			s.released[analyst]++
+		}
+	case errors.As(err, &me) && me.Number == 1226:
+		s.refusals[analyst]++
+		s.latency["refused (1226)"] = append(s.latency["refused (1226)"], d)
+	default:
+		if len(s.errors) < 20 {
+			s.errors = append(s.errors, fmt.Sprintf("%s %s: %v", analyst, op, err))
+		}
+	}
+}
+
+// heapAfterGC returns the live heap after two collections.
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestLoad runs loadBigAnalysts analysts with four connections each and
+// loadSmallAnalysts analysts with two connections each and a budget of a
+// few releases against the governed demo over loopback, for
+// DPSQL_LOAD_DURATION: each connection sends, in a bounded loop, a mix of
+// DP releases (rewritten DISTINCT, DP_SET_UNION, DP_NGRAMS) and metadata
+// queries. It requires zero errors other than the small analysts' budget
+// refusals (1226), a ledger that charged exactly the releases received and
+// never more than a budget, and no goroutine or heap growth once the
+// clients are gone; it logs p50/p99 latency per kind of statement.
+func TestLoad(t *testing.T) {
+	duration := loadLocalDuration
+	if testenv.CI() {
+		duration = loadDefaultDuration
+	}
+	if v := os.Getenv(EnvLoadDuration); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a positive Go duration such as 60s", EnvLoadDuration, v)
+		}
+		duration = d
+	}
+	type analyst struct {
+		name, password string
+		conns          int
+		small          bool
+	}
+	var analysts []analyst
+	var extra []extraAnalyst
+	for i := range loadBigAnalysts {
+		a := analyst{fmt.Sprintf("big%d", i), fmt.Sprintf("big-pw-%d", i), loadConnsPerAnalyst, false}
+		analysts = append(analysts, a)
+		extra = append(extra, extraAnalyst{a.name, a.password, 1e6, 0.5})
+	}
+	for i := range loadSmallAnalysts {
+		a := analyst{fmt.Sprintf("small%d", i), fmt.Sprintf("small-pw-%d", i), 2, true}
+		analysts = append(analysts, a)
+		extra = append(extra, extraAnalyst{a.name, a.password, 3, 1e-5})
+	}
+	s := startDemo(t, extra...)
+	leaks := demoLeakCheck(t)
+
+	// Baseline: the server is up and idle; warm the engine once so that
+	// lazily started goroutines and caches are not counted as growth.
+	warm := openGo(t, s.analystAs(analysts[0].name, analysts[0].password))
+	if _, err := warm.Exec("SELECT * FROM DP_BUDGET()"); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close()
+	time.Sleep(200 * time.Millisecond)
+	goroutines0, heap0 := runtime.NumGoroutine(), heapAfterGC()
+
+	stats := &loadStats{latency: map[string][]time.Duration{}, released: map[string]int64{}, refusals: map[string]int64{}}
+	var leakMu sync.Mutex
+	leaked := 0
+	deadline := time.Now().Add(duration)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var dbs []*dbsql.DB
+	for ai, a := range analysts {
+		db, err := clients.OpenGo(s.analystAs(a.name, a.password))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbs = append(dbs, db)
+		db.SetMaxOpenConns(a.conns)
+		for c := range a.conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rnd := rand.New(rand.NewPCG(uint64(ai), uint64(c)))
+				ctx := context.Background()
+				conn, err := db.Conn(ctx)
+				if err != nil {
+					stats.record(a.name, "connect", false, 0, err)
+					return
+				}
+				defer conn.Close()
+				stats.mu.Lock()
+				stats.connected++
+				stats.mu.Unlock()
+				for i := 0; time.Now().Before(deadline); i++ {
+					op := loadOps[3]
+					if i%2 == 0 {
+						op = loadOps[rnd.IntN(3)]
+					}
+					q := op.sql(rnd)
+					t0 := time.Now()
+					rows, err := conn.QueryContext(ctx, q)
+					var res clients.Result
+					if err == nil {
+						res, err = clients.ScanRows(rows)
+					}
+					stats.record(a.name, op.name, op.release, time.Since(t0), err)
+					if err == nil && op.release {
+						leakMu.Lock()
+						leaked += leaks.checkRows(t, q, res.Rows)
+						leakMu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, db := range dbs {
+		db.Close()
+	}
+
+	// Report.
+	var b strings.Builder
+	var total, releases, refusals int64
+	fmt.Fprintf(&b, "%d connections (%d analysts), %v\n", stats.connected, len(analysts), elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "| statement | count | p50 | p99 | max |\n|---|---|---|---|---|\n")
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range stats.latency {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, name := range names {
+		l := stats.latency[name]
+		slices.Sort(l)
+		total += int64(len(l))
+		fmt.Fprintf(&b, "| %s | %d | %v | %v | %v |\n", name, len(l), pct(l, 0.50), pct(l, 0.99), l[len(l)-1].Round(time.Millisecond))
+	}
+	for _, n := range stats.released {
+		releases += n
+	}
+	for _, n := range stats.refusals {
+		refusals += n
+	}
+	fmt.Fprintf(&b, "%d statements (%.1f/s), %d releases (%.1f/s), %d budget refusals, %d other errors",
+		total, float64(total)/elapsed.Seconds(), releases, float64(releases)/elapsed.Seconds(), refusals, len(stats.errors))
+	t.Log("load:\n" + b.String())
+
+	if stats.connected != loadBigAnalysts*loadConnsPerAnalyst+2*loadSmallAnalysts {
+		t.Errorf("%d connections opened", stats.connected)
+	}
+	for _, e := range stats.errors {
+		t.Errorf("error under load: %s", e)
+	}
+	if leaked > 0 {
+		t.Errorf("%d leaking cells under load", leaked)
+	}
+	for _, a := range analysts {
+		bal := ledgerBalance(t, s.Ledger(), a.name, "demo")
+		if bal.Releases != stats.released[a.name] {
+			t.Errorf("%s: the ledger charged %d releases, the clients received %d", a.name, bal.Releases, stats.released[a.name])
+		}
+		if bal.Spent.Epsilon > bal.Budget.Epsilon+1e-9 || bal.Spent.Delta > bal.Budget.Delta*(1+1e-9) {
+			t.Errorf("%s overspent: spent %v of %v", a.name, bal.Spent, bal.Budget)
+		}
+		if a.small && stats.refusals[a.name] == 0 {
+			t.Errorf("%s (budget ε=3) was never refused", a.name)
+		}
+		if !a.small && stats.refusals[a.name] != 0 {
+			t.Errorf("%s (ample budget) was refused %d times", a.name, stats.refusals[a.name])
+		}
+	}
+	if err := s.Ledger().Verify(); err != nil {
+		t.Errorf("ledger after the load: %v", err)
+	}
+
+	// The clients are gone: the server must be back to its idle state.
+	var goroutines1 int
+	for wait := time.Now().Add(15 * time.Second); ; {
+		goroutines1 = runtime.NumGoroutine()
+		if goroutines1 <= goroutines0+2 || time.Now().After(wait) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	heap1 := heapAfterGC()
+	t.Logf("goroutines %d → %d; live heap %.1f MB → %.1f MB", goroutines0, goroutines1, float64(heap0)/1e6, float64(heap1)/1e6)
+	if goroutines1 > goroutines0+2 {
+		buf := make([]byte, 1<<20)
+		t.Errorf("goroutines grew from %d to %d after the load:\n%s", goroutines0, goroutines1, buf[:runtime.Stack(buf, true)])
+	}
+	if heap1 > heap0+heap0/4+16<<20 {
+		t.Errorf("live heap grew from %.1f MB to %.1f MB after the load", float64(heap0)/1e6, float64(heap1)/1e6)
+	}
+	alive(t, s.analyst)
+}
+
+// pct returns the q-quantile of sorted durations.
+func pct(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return sorted[i].Round(time.Millisecond)
+}
