@@ -44,6 +44,8 @@ type Config struct {
 //   - the dp_* system variables (registered once per process, before any
 //     session exists: sessions snapshot the registry when created);
 //   - DP_SET_UNION in the engine's function registry;
+//   - REPEAT, SPACE, LPAD, RPAD and REPLACE bounded by max_allowed_packet
+//     (functions.InstallBoundedStringFunctions, process-wide);
 //   - the table function DP_NGRAMS, when cfg.Provider implements
 //     sql.TableFunctionProvider (the analyzer then uses the provider copy
 //     that WithTableFunctions returns; table functions registered on the
@@ -55,6 +57,9 @@ type Config struct {
 //   - a planner.GuardParser as the engine's and the analyzer's parser.
 func NewEngine(cfg Config) (*sqle.Engine, error) {
 	functions.RegisterSystemVariables()
+	// REPEAT, SPACE, LPAD, RPAD and REPLACE return NULL beyond
+	// max_allowed_packet instead of allocating without bound.
+	functions.InstallBoundedStringFunctions()
 	pro := cfg.Provider
 	if pro == nil {
 		p, err := storage.NewProvider()

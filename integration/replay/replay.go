@@ -128,6 +128,7 @@ type Result struct {
 	Columns []string
 	Rows    [][]*string // at most Runner.KeepRows rows, for leak checks
 	NRows   int         // rows read in total
+	Took    time.Duration
 }
 
 // MaxRows is the default of Runner.KeepRows.
@@ -205,7 +206,9 @@ func (r Runner) Run(ctx context.Context, queries []Query) ([]Result, error) {
 				return nil, fmt.Errorf("connecting as %s before %s: %w", r.Target.User, q.ID(), err)
 			}
 		}
+		start := time.Now()
 		checkAlive := run(ctx, conn, timeout, r.keepRows(), &res)
+		res.Took = time.Since(start)
 		if checkAlive {
 			if err := alive(ctx, conn, timeout); err != nil {
 				res.Outcome = Failure
@@ -289,7 +292,7 @@ func Table(results []Result) string {
 	var b strings.Builder
 	b.WriteString("| query | outcome | detail |\n|---|---|---|\n")
 	for _, r := range results {
-		detail := fmt.Sprintf("%d rows", r.NRows)
+		detail := fmt.Sprintf("%d rows, %v", r.NRows, r.Took.Round(time.Millisecond))
 		if r.Outcome != Success {
 			detail = r.Message
 			if r.Code != 0 {

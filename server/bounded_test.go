@@ -1,0 +1,87 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/server"
+)
+
+// TestBoundedStringFunctions: string functions whose result would exceed
+// max_allowed_packet (or 64 MiB) return NULL with warning 1301, as in
+// MySQL, instead of
+// allocating it (go-mysql-server v0.20.0 alone dies of a fatal
+// out-of-memory error on the first statement below); within the bound they
+// behave as go-mysql-server's.
+func TestBoundedStringFunctions(t *testing.T) {
+	e, err := server.NewEngine(server.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		q    string
+		want any // nil: NULL with warning 1301
+	}{
+		{"SELECT REPEAT(REPEAT('xxxxxxxxxx', 1000000), 2000000)", nil},
+		{"SELECT REPEAT('x', 2147483647)", nil},
+		{"SELECT LENGTH(REPEAT('ab', 1000000))", int32(2000000)},
+		{"SELECT LENGTH(REPEAT('x', 64 << 20))", int32(64 << 20)},
+		{"SELECT REPEAT('x', (64 << 20) + 1)", nil},
+		{"SELECT REPEAT('ab', 3)", "ababab"},
+		{"SELECT repeat('é', 2)", "éé"},
+		{"SELECT SPACE(2000000000)", nil},
+		{"SELECT CONCAT('[', SPACE(3), ']')", "[   ]"},
+		{"SELECT LPAD('x', 2000000000, 'ab')", nil},
+		{"SELECT RPAD('x', 4000000000, ' ')", nil},
+		{"SELECT LPAD('x', 4, 'ab')", "abax"},
+		{"SELECT RPAD('hello', 3, '!')", "hel"},
+		{"SELECT REPLACE(REPEAT('x', 1000000), 'x', REPEAT('y', 1000000))", nil},
+		{"SELECT REPLACE('a-b-c', '-', '+')", "a+b+c"},
+		{"SELECT REPLACE('abc', '', 'zzz')", "abc"},
+	}
+	for _, c := range cases {
+		ctx := server.NewContext(context.Background(), "root", "")
+		_, it, _, err := e.Query(ctx, c.q)
+		var rows []sql.Row
+		if err == nil {
+			rows, err = sql.RowIterToRows(ctx, it)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.q, err)
+			continue
+		}
+		if len(rows) != 1 || len(rows[0]) != 1 {
+			t.Errorf("%s: rows %v", c.q, rows)
+			continue
+		}
+		got := rows[0][0]
+		if c.want == nil {
+			warned := false
+			for _, w := range ctx.Session.Warnings() {
+				warned = warned || w.Code == functions.ERWarnAllowedPacketOverflowed
+			}
+			if got != nil || !warned {
+				t.Errorf("%s: got %.40v (warning 1301: %v), want NULL with warning 1301", c.q, got, warned)
+			}
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s: got %v (%T), want %v (%T)", c.q, got, got, c.want, c.want)
+		}
+	}
+	// NULL arguments stay NULL, as in go-mysql-server and MySQL.
+	for _, q := range []string{"SELECT REPEAT(NULL, 2)", "SELECT SPACE(NULL)", "SELECT LPAD('x', NULL, 'y')", "SELECT REPLACE('x', NULL, 'y')"} {
+		ctx := server.NewContext(context.Background(), "root", "")
+		_, it, _, err := e.Query(ctx, q)
+		var rows []sql.Row
+		if err == nil {
+			rows, err = sql.RowIterToRows(ctx, it)
+		}
+		if err != nil || len(rows) != 1 || rows[0][0] != nil {
+			t.Errorf("%s: %v %v", q, rows, err)
+		}
+	}
+}
