@@ -200,10 +200,11 @@ type boundExceptFn struct {
 	done map[string]bool
 }
 
-func (fn *boundExceptFn) StartBundle() { fn.done = nil }
-
 func (fn *boundExceptFn) ProcessElement(ctx context.Context, user string, items []string, done func(*string) bool, emit func(string, float64)) error {
-	if fn.done == nil { // the side input is the same for the whole bundle
+	if fn.done == nil {
+		// The side input, in the global window of a batch pipeline, is the
+		// complete output of the earlier rounds: the same for every element
+		// this instance processes, so it is read once.
 		fn.done = make(map[string]bool)
 		var it string
 		for done(&it) {
@@ -331,33 +332,8 @@ func (fn *shardFn) ProcessElement(ctx context.Context, shard int, rows func(*use
 }
 
 func (fn *shardFn) run(ctx context.Context, shard int, rows func(*userItems) bool, opts setunion.Options, emit func(string, float64)) error {
-	b, err := setunion.NewBuilder(opts)
-	if err != nil {
-		return err
-	}
-	var row userItems
-	if fn.Rand.Seeded {
-		// The builder's item ids follow arrival order, which the runner does
-		// not fix; sort the rows so that a seeded run repeats exactly.
-		var all []userItems
-		for rows(&row) {
-			all = append(all, row)
-		}
-		slices.SortFunc(all, func(a, b userItems) int {
-			if c := strings.Compare(a.User, b.User); c != 0 {
-				return c
-			}
-			return slices.Compare(a.Items, b.Items)
-		})
-		for _, r := range all {
-			addRow(b, r)
-		}
-	} else {
-		for rows(&row) {
-			addRow(b, row)
-		}
-	}
-	items, weights, st, err := b.Weights(fn.Rand.forElement(fn.rng, tagShard, 0, fmt.Sprint(shard)), fn.Key)
+	rng := fn.Rand.forElement(fn.rng, tagShard, 0, fmt.Sprint(shard))
+	items, weights, st, err := shardWeights(opts, fn.Key, rng, rows, fn.Rand.Seeded)
 	if err != nil {
 		return err
 	}
@@ -367,6 +343,41 @@ func (fn *shardFn) run(ctx context.Context, shard int, rows func(*userItems) boo
 		emit(it, weights[i])
 	}
 	return nil
+}
+
+// shardWeights runs the sequential mechanism of opts over the rows of one
+// shard: a setunion.Builder groups them by user, orders the users by
+// UserHash under key, bounds each to Δ0 with rng and applies the update rule
+// (Builder.Weights). It returns every distinct item of the shard with its
+// weight. With sorted (seeded runs), the rows are first put in a fixed order:
+// the builder's item ids, and so the subset a seeded rng samples, follow
+// arrival order, which a runner does not fix.
+func shardWeights(opts setunion.Options, key [2]uint64, rng *rand.Rand, rows func(*userItems) bool, sorted bool) ([]string, []float64, setunion.Stats, error) {
+	b, err := setunion.NewBuilder(opts)
+	if err != nil {
+		return nil, nil, setunion.Stats{}, err
+	}
+	var row userItems
+	if !sorted {
+		for rows(&row) {
+			addRow(b, row)
+		}
+		return b.Weights(rng, key)
+	}
+	var all []userItems
+	for rows(&row) {
+		all = append(all, row)
+	}
+	slices.SortFunc(all, func(a, b userItems) int {
+		if c := strings.Compare(a.User, b.User); c != 0 {
+			return c
+		}
+		return slices.Compare(a.Items, b.Items)
+	})
+	for _, r := range all {
+		addRow(b, r)
+	}
+	return b.Weights(rng, key)
 }
 
 func addRow(b *setunion.Builder, r userItems) {

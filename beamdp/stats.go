@@ -19,7 +19,8 @@ type Stats struct {
 	Users int64 `json:"users"`
 	// Pairs is the number of distinct (user, item) pairs.
 	Pairs int64 `json:"pairs"`
-	// DistinctItems is the number of distinct items.
+	// DistinctItems is the number of distinct items (for the parallel
+	// mechanisms only with Config.CountDistinctItems; 0 otherwise).
 	DistinctItems int64 `json:"distinct_items"`
 	// Released is the number of released items.
 	Released int64 `json:"released"`

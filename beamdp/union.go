@@ -38,6 +38,12 @@ type Config struct {
 	// Name is the metrics namespace of the release's counters (DefaultName if
 	// empty); give each Union of one pipeline its own name to read its Stats.
 	Name string
+	// CountDistinctItems makes the parallel mechanisms count the distinct
+	// items of the input (Stats.DistinctItems) by also sending the items
+	// that bounding drops to the summing stage, with weight 0; on git
+	// corpora with Δ0 = 100 that is about 30% more work on prism. The
+	// sequential mechanisms always count them, at no cost.
+	CountDistinctItems bool
 }
 
 // validate checks cfg and returns the calibration the release will use.
@@ -131,7 +137,7 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (beam.PCollection, 
 	keyed := beam.ParDo(s, &userKeyFn{Name: cfg.Name}, rows)
 	users := beam.ParDo(s, &dedupeFn{Name: cfg.Name}, beam.GroupByKey(s, keyed))
 	if opts.Mechanism != setunion.DPSIPS {
-		weights := beam.ParDo(s, &boundFn{Opts: opts, Round: -1, Rand: rc, Dropped: true}, users)
+		weights := beam.ParDo(s, &boundFn{Opts: opts, Round: -1, Rand: rc, Dropped: cfg.CountDistinctItems}, users)
 		summed := stats.SumPerKey(s, weights)
 		return beam.ParDo(s, &releaseFn{Name: cfg.Name, Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed), cal, nil
 	}
@@ -139,7 +145,7 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (beam.PCollection, 
 	for r := range cal.Rounds {
 		rs := s.Scope(fmt.Sprintf("round%d", r))
 		var weights beam.PCollection
-		fn := boundFn{Opts: opts, Round: r, Rand: rc, Dropped: r == 0}
+		fn := boundFn{Opts: opts, Round: r, Rand: rc, Dropped: r == 0 && cfg.CountDistinctItems}
 		if r == 0 {
 			weights = beam.ParDo(rs, &fn, users)
 		} else {
