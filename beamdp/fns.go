@@ -71,11 +71,46 @@ func distinctSorted(items []string) []string {
 	return slices.Compact(out)
 }
 
+// maxBuffered bounds what a DoFn holds for in-bundle combining (strings or
+// map entries) before it emits early.
+const maxBuffered = 1 << 20
+
+// rowBuffer combines rows of the same user within a bundle before the
+// shuffle ("in-mapper combining"): Beam's lifted combiners keep only 2,000
+// keys per bundle, far fewer than the users or items of one input file, and
+// every element that crosses a shuffle costs the runner more than the work
+// of merging it here.
+type rowBuffer struct {
+	rows map[string][]string
+	n    int
+}
+
+// add appends items to user's buffer and reports whether the buffer is full.
+func (b *rowBuffer) add(user string, items []string) bool {
+	if b.rows == nil {
+		b.rows = make(map[string][]string)
+	}
+	b.rows[user] = append(b.rows[user], items...)
+	b.n += len(items)
+	return b.n >= maxBuffered
+}
+
+// flush calls emit for every buffered user and empties the buffer.
+func (b *rowBuffer) flush(emit func(user string, items []string)) {
+	for u, items := range b.rows {
+		emit(u, items)
+	}
+	clear(b.rows)
+	b.n = 0
+}
+
 // userKeyFn drops rows without a privacy unit, counts the (user, item)
-// occurrences and deduplicates each row's items before the shuffle on users.
+// occurrences and merges the rows of each user within the bundle into their
+// distinct items before the shuffle on users.
 type userKeyFn struct {
 	Name        string `json:"name"`
 	occurrences beam.Counter
+	buf         rowBuffer
 }
 
 func (fn *userKeyFn) Setup() { fn.occurrences = beam.NewCounter(fn.Name, "occurrences") }
@@ -85,10 +120,13 @@ func (fn *userKeyFn) ProcessElement(ctx context.Context, user string, items []st
 		return
 	}
 	fn.occurrences.Inc(ctx, int64(len(items)))
-	if len(items) > 1 {
-		items = distinctSorted(items)
+	if fn.buf.add(user, items) {
+		fn.FinishBundle(emit)
 	}
-	emit(user, items)
+}
+
+func (fn *userKeyFn) FinishBundle(emit func(string, []string)) {
+	fn.buf.flush(func(u string, items []string) { emit(u, distinctSorted(items)) })
 }
 
 // dedupeFn turns one user's grouped rows into their distinct items, sorted.
@@ -140,6 +178,7 @@ type boundFn struct {
 	h     *setunion.Histogram
 	ids   []uint32
 	buf   []string
+	sums  map[string]float64 // the bundle's partial histogram
 }
 
 func (fn *boundFn) Setup() error {
@@ -150,16 +189,27 @@ func (fn *boundFn) Setup() error {
 	fn.bound = cal.MaxItems
 	fn.rng = securerand.New()
 	fn.h = setunion.NewHistogram(fn.Opts.Mechanism, 0, 0)
+	fn.sums = make(map[string]float64)
 	return nil
 }
 
 func (fn *boundFn) ProcessElement(ctx context.Context, user string, items []string, emit func(string, float64)) error {
-	fn.emit(user, items, nil, emit)
+	fn.add(user, items, nil, emit)
 	return nil
 }
 
-// emit bounds the items of user not in done and emits their weights.
-func (fn *boundFn) emit(user string, items []string, done map[string]bool, emit func(string, float64)) {
+// FinishBundle emits the bundle's partial sums.
+func (fn *boundFn) FinishBundle(emit func(string, float64)) {
+	for it, w := range fn.sums {
+		emit(it, w)
+	}
+	clear(fn.sums)
+}
+
+// add bounds the items of user not in done and adds their weights to the
+// bundle's partial histogram (the weights of one user, summed with other
+// users' by the combiner downstream; in-bundle summing is the same sum).
+func (fn *boundFn) add(user string, items []string, done map[string]bool, emit func(string, float64)) {
 	all := append(fn.buf[:0], items...)
 	if done != nil {
 		all = slices.DeleteFunc(all, func(it string) bool { return done[it] })
@@ -183,12 +233,15 @@ func (fn *boundFn) emit(user string, items []string, done map[string]bool, emit 
 	}
 	fn.h.Update(fn.ids, nil)
 	for i, it := range kept {
-		emit(it, fn.h.W[i])
+		fn.sums[it] += fn.h.W[i]
 	}
 	if fn.Dropped {
 		for _, it := range all[k:] {
-			emit(it, 0)
+			fn.sums[it] += 0
 		}
+	}
+	if len(fn.sums) >= maxBuffered {
+		fn.FinishBundle(emit)
 	}
 }
 
@@ -211,8 +264,14 @@ func (fn *boundExceptFn) ProcessElement(ctx context.Context, user string, items 
 			fn.done[it] = true
 		}
 	}
-	fn.emit(user, items, fn.done, emit)
+	fn.add(user, items, fn.done, emit)
 	return nil
+}
+
+// FinishBundle emits the bundle's partial sums (a DoFn with side inputs must
+// take them in FinishBundle too).
+func (fn *boundExceptFn) FinishBundle(done func(*string) bool, emit func(string, float64)) {
+	fn.boundFn.FinishBundle(emit)
 }
 
 // releaseFn makes the release decision of one item of the summed histogram:
@@ -277,16 +336,18 @@ func shardOf(key [2]uint64, shards int, user []byte) int {
 }
 
 // shardKeyFn drops rows without a privacy unit, counts the (user, item)
-// occurrences and routes each row to its user's shard.
+// occurrences, merges the rows of each user within the bundle and routes them
+// to the user's shard.
 type shardKeyFn struct {
 	Name   string    `json:"name"`
 	Key    [2]uint64 `json:"key"`
 	Shards int       `json:"shards"`
-	// KeepDuplicates keeps repeated items of a row (greedy_frequency orders a
-	// user's items by how often the user holds them).
+	// KeepDuplicates keeps repeated items (greedy_frequency orders a user's
+	// items by how often the user holds them).
 	KeepDuplicates bool `json:"keep_duplicates,omitempty"`
 
 	occurrences beam.Counter
+	buf         rowBuffer
 }
 
 func (fn *shardKeyFn) Setup() { fn.occurrences = beam.NewCounter(fn.Name, "occurrences") }
@@ -296,10 +357,18 @@ func (fn *shardKeyFn) ProcessElement(ctx context.Context, user string, items []s
 		return
 	}
 	fn.occurrences.Inc(ctx, int64(len(items)))
-	if len(items) > 1 && !fn.KeepDuplicates {
-		items = distinctSorted(items)
+	if fn.buf.add(user, items) {
+		fn.FinishBundle(emit)
 	}
-	emit(shardOf(fn.Key, fn.Shards, []byte(user)), userItems{User: user, Items: items})
+}
+
+func (fn *shardKeyFn) FinishBundle(emit func(int, userItems)) {
+	fn.buf.flush(func(u string, items []string) {
+		if !fn.KeepDuplicates {
+			items = distinctSorted(items)
+		}
+		emit(shardOf(fn.Key, fn.Shards, []byte(u)), userItems{User: u, Items: items})
+	})
 }
 
 // shardFn runs a sequential policy over the users of one shard: a
