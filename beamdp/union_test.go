@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/dpsql/dpsql/internal/testenv"
@@ -25,6 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	beamlog.LogLevel = "warn" // prism's per-job information is noise in test output
 	beam.Init()
 	os.Exit(m.Run())
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
@@ -115,11 +116,14 @@ type summary struct {
 // the binary (Beam's pipeline flags live there), builds the pipeline and runs
 // it on the runner named by --runner.
 func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	beamFlags := map[string]bool{} // registered by the Beam SDK, before ours
+	fs.VisitAll(func(f *flag.Flag) { beamFlags[f.Name] = true })
 	var in cli.InputFlags
 	var mf cli.MechanismFlags
 	in.Register(fs, false)
 	mf.Register(fs, true)
 	fs.Lookup("input").Usage = "input files: a glob on any Beam filesystem (local, gs://…), TSV or CSV, gzip allowed (required)"
+	fs.Lookup("skip-header").Usage = "skip the first row of every input file (a header)"
 	fs.Lookup("public").Usage = "public frequency table for greedy_public, a glob read by the pipeline: lines ITEM[<TAB>COUNT] (gzip allowed); must not come from the protected data"
 	output := fs.String("output", "", "write the released items, sorted, to PREFIX-00000-of-00001 (required)")
 	shards := fs.Int("shards", 1, "number of shards S of a sequential mechanism (policy_*, greedy_*): users are split by keyed hash; 1 is the single-machine mechanism")
@@ -130,7 +134,11 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 		fmt.Fprintln(stderr, "usage: dpsql-beam union --input GLOB --output PREFIX --user-column N (--item-column N | --text-column N) [flags]")
 		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input, with the mechanisms of")
 		fmt.Fprintln(stderr, "`dpsql union` run as an Apache Beam pipeline. Ends with one JSON summary line on stderr.\n\nflags:")
-		fs.PrintDefaults()
+		printFlags(stderr, fs, func(name string) bool { return !beamFlags[name] })
+		if len(beamFlags) > 0 {
+			fmt.Fprintln(stderr, "\nBeam pipeline flags (the Go SDK's; --runner chooses the runner, default prism; most others apply to one runner):")
+			printFlags(stderr, fs, func(name string) bool { return beamFlags[name] })
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -196,6 +204,9 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 		st = beamdp.StatsOf(pr, "")
 	}
 	total := time.Since(start).Seconds()
+	if *jobopts.Async {
+		fmt.Fprintf(stderr, "dpsql-beam: the job was submitted with --async and may still be running: the counts below are not known yet (0), and %s appears when it finishes\n", beamdp.ShardName(*output))
+	}
 	fmt.Fprintf(stderr, "dpsql-beam: this release spent ε = %g, δ = %g of privacy budget (%s; no dpsql ledger was charged)\n", cal.Epsilon, cal.Delta, cal.Mechanism)
 	return cli.WriteJSON(stderr, summary{
 		Calibration:    cal,
@@ -213,4 +224,16 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 		PairsPerSecond: float64(st.Pairs) / total,
 		Seeded:         cfg.Seed != nil,
 	})
+}
+
+// printFlags prints the defaults of the flags of fs that keep selects.
+func printFlags(w io.Writer, fs *flag.FlagSet, keep func(name string) bool) {
+	sub := flag.NewFlagSet("", flag.ContinueOnError)
+	sub.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if keep(f.Name) {
+			sub.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	sub.PrintDefaults()
 }
