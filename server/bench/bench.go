@@ -19,6 +19,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/progress"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
@@ -29,7 +30,7 @@ import (
 // WordsTable reads a corpus (user_id<TAB>text rows, TSV or CSV, gzip or
 // not) and returns the table name(user_id TEXT, word TEXT) holding one row
 // per token. progress, if non-nil, receives status lines while it runs.
-func WordsTable(path, name string, progress io.Writer) (*storage.Table, error) {
+func WordsTable(path, name string, progressW io.Writer) (*storage.Table, error) {
 	r, err := tabfile.Open(path, tabfile.FormatOf(path))
 	if err != nil {
 		return nil, err
@@ -45,11 +46,11 @@ func WordsTable(path, name string, progress io.Writer) (*storage.Table, error) {
 	users, words := b.Column(0), b.Column(1)
 	var sc tokenize.Scanner
 	var n atomic.Int64
-	stop := ticker(progress, func() string {
+	rep := progress.Start(progressW, "reading "+path, func() string {
 		read, size := r.Progress()
-		return fmt.Sprintf("reading %s: %.0f%%, %d words", path, 100*float64(read)/float64(max(size, 1)), n.Load())
+		return fmt.Sprintf("%.0f%%, %d words", 100*float64(read)/float64(max(size, 1)), n.Load())
 	})
-	defer stop()
+	defer rep.Stop()
 	for {
 		f, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -69,29 +70,6 @@ func WordsTable(path, name string, progress io.Writer) (*storage.Table, error) {
 		})
 	}
 	return b.Build()
-}
-
-// ticker calls status every second on w (if non-nil) until stopped.
-func ticker(w io.Writer, status func() string) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintln(w, status())
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }
 
 // Query is one benchmarked statement, run as User ("" for an ungoverned
