@@ -168,7 +168,10 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 		}
 		builders[i] = b
 	}
-	first := map[string]sql.Row{} // distinct rows: encoded key → key values
+	// Distinct rows: encoded key → key values, except for a single text key
+	// whose encoding is the value itself (the common case, kept out of the
+	// map to save a lookup per row).
+	first := map[string]sql.Row{}
 	unitText := functions.NewTexter(r.unit.Type())
 	itemTexts := make([]*functions.Texter, len(r.items))
 	for i, e := range r.items {
@@ -210,9 +213,12 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 			}
 			keyVals[i] = v
 		}
-		kbuf = enc.encode(ctx, kbuf[:0], keyVals)
-		if _, seen := first[string(kbuf)]; !seen {
-			first[string(kbuf)] = append(sql.Row(nil), keyVals...)
+		var raw bool
+		kbuf, raw = enc.encode(ctx, kbuf[:0], keyVals)
+		if !raw {
+			if _, seen := first[string(kbuf)]; !seen {
+				first[string(kbuf)] = append(sql.Row(nil), keyVals...)
+			}
 		}
 		builders[0].AddBytes(ubuf, kbuf)
 	})
@@ -238,7 +244,10 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 	released := builders[0].Release(rng()).Items // sorted by encoded key
 	rows := make([]sql.Row, 0, len(released))
 	for _, k := range released {
-		vals := first[k]
+		vals, ok := first[k]
+		if !ok { // a single text key, encoded as itself
+			vals = sql.Row{k}
+		}
 		row := make(sql.Row, len(r.out))
 		for i, ki := range r.out {
 			row[i] = vals[ki]
@@ -265,10 +274,12 @@ func newKeyEncoder(keys []sql.Expression) *keyEncoder {
 	return e
 }
 
-func (e *keyEncoder) encode(ctx *sql.Context, dst []byte, vals sql.Row) []byte {
+// encode appends the encoding of vals to dst; raw reports that it is the
+// single text value itself.
+func (e *keyEncoder) encode(ctx *sql.Context, dst []byte, vals sql.Row) (_ []byte, raw bool) {
 	if len(vals) == 1 {
 		if s, ok := vals[0].(string); ok && (len(s) == 0 || s[0] > 1) {
-			return append(dst, s...)
+			return append(dst, s...), true
 		}
 	}
 	for i, v := range vals {
@@ -281,7 +292,7 @@ func (e *keyEncoder) encode(ctx *sql.Context, dst []byte, vals sql.Row) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(e.tmp)))
 		dst = append(dst, e.tmp...)
 	}
-	return dst
+	return dst, false
 }
 
 // scan calls fn for every row of the table, checking for cancellation.

@@ -66,7 +66,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, err := server.NewEngine(server.Config{Provider: p})
+	e, err := bench.NewEngine(p)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	newCtx := func() *sql.Context { return server.NewContext(context.Background(), "", "bench") }
+	newCtx := func(user string) *sql.Context { return server.NewContext(context.Background(), user, "bench") }
 	results, err := bench.Measure(newCtx, e, bench.Queries("t"), *runs)
 	if err != nil {
 		return err

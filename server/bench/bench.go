@@ -18,6 +18,10 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/progress"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 	"github.com/dpsql/dpsql/sqlext/tokenize"
@@ -26,7 +30,7 @@ import (
 // WordsTable reads a corpus (user_id<TAB>text rows, TSV or CSV, gzip or
 // not) and returns the table name(user_id TEXT, word TEXT) holding one row
 // per token. progress, if non-nil, receives status lines while it runs.
-func WordsTable(path, name string, progress io.Writer) (*storage.Table, error) {
+func WordsTable(path, name string, progressW io.Writer) (*storage.Table, error) {
 	r, err := tabfile.Open(path, tabfile.FormatOf(path))
 	if err != nil {
 		return nil, err
@@ -42,11 +46,11 @@ func WordsTable(path, name string, progress io.Writer) (*storage.Table, error) {
 	users, words := b.Column(0), b.Column(1)
 	var sc tokenize.Scanner
 	var n atomic.Int64
-	stop := ticker(progress, func() string {
+	rep := progress.Start(progressW, "reading "+path, func() string {
 		read, size := r.Progress()
-		return fmt.Sprintf("reading %s: %.0f%%, %d words", path, 100*float64(read)/float64(max(size, 1)), n.Load())
+		return fmt.Sprintf("%.0f%%, %d words", 100*float64(read)/float64(max(size, 1)), n.Load())
 	})
-	defer stop()
+	defer rep.Stop()
 	for {
 		f, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -68,44 +72,53 @@ func WordsTable(path, name string, progress io.Writer) (*storage.Table, error) {
 	return b.Build()
 }
 
-// ticker calls status every second on w (if non-nil) until stopped.
-func ticker(w io.Writer, status func() string) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintln(w, status())
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
-}
-
-// Query is one benchmarked statement.
+// Query is one benchmarked statement, run as User ("" for an ungoverned
+// session; Analyst for the governed rewrite).
 type Query struct {
 	Name string
 	SQL  string
+	User string
 }
 
-// Queries are the statements compared on table: DP_SET_UNION and the two
-// non-private queries it stands in for. The last one is the baseline.
+// Analyst is the governed user of the benchmark engine: for it, table t is
+// protected (privacy unit user_id) and SELECT DISTINCT becomes a private
+// release.
+const Analyst = "analyst"
+
+// Queries are the statements compared on table: DP_SET_UNION, the analyst's
+// SELECT DISTINCT (rewritten into a private release), and the two
+// non-private queries they stand in for. The last one is the baseline.
 func Queries(table string) []Query {
 	return []Query{
-		{"DP_SET_UNION", "SELECT DP_SET_UNION(word, user_id) FROM " + table},
-		{"COUNT(DISTINCT)", "SELECT COUNT(DISTINCT word) FROM " + table},
-		{"SELECT DISTINCT", "SELECT DISTINCT word FROM " + table},
+		{"DP_SET_UNION", "SELECT DP_SET_UNION(word, user_id) FROM " + table, ""},
+		{"private SELECT DISTINCT", "SELECT DISTINCT word FROM " + table, Analyst},
+		{"COUNT(DISTINCT)", "SELECT COUNT(DISTINCT word) FROM " + table, ""},
+		{"SELECT DISTINCT", "SELECT DISTINCT word FROM " + table, ""},
 	}
 }
+
+// NewEngine returns the benchmark engine over p: dpsql's engine with the
+// analyst rules, for which every table is protected by its user_id column
+// and Analyst is governed with an unlimited budget.
+func NewEngine(p *storage.Provider) (*sqle.Engine, error) {
+	gov := benchGovernor{}
+	return server.NewEngine(server.Config{
+		Provider:  p,
+		Functions: functions.Config{Governor: gov},
+		Rules:     planner.PolicyRules(gov),
+	})
+}
+
+// benchGovernor protects every table by user_id, governs Analyst and
+// charges nothing.
+type benchGovernor struct{}
+
+func (benchGovernor) PrivacyUnit(string, string) (string, bool) { return "user_id", true }
+func (benchGovernor) Governed(ctx *sql.Context) bool {
+	return ctx.Session != nil && ctx.Session.Client().User == Analyst
+}
+func (benchGovernor) Check(*sql.Context, functions.Release) error  { return nil }
+func (benchGovernor) Charge(*sql.Context, functions.Release) error { return nil }
 
 // Run executes query on e and reads every row; it returns the number of
 // rows.
@@ -153,8 +166,8 @@ func (r Result) sorted() []time.Duration {
 
 // Measure runs each query runs times, interleaved (query 1, 2, 3, 1, 2, 3,
 // …) so that load changes on a shared machine hit all of them alike.
-// newCtx gives the context of each run.
-func Measure(newCtx func() *sql.Context, e *sqle.Engine, queries []Query, runs int) ([]Result, error) {
+// newCtx gives the context of each run, for the query's user.
+func Measure(newCtx func(user string) *sql.Context, e *sqle.Engine, queries []Query, runs int) ([]Result, error) {
 	out := make([]Result, len(queries))
 	for i, q := range queries {
 		out[i].Query = q
@@ -162,7 +175,7 @@ func Measure(newCtx func() *sql.Context, e *sqle.Engine, queries []Query, runs i
 	for r := 0; r < runs; r++ {
 		for i, q := range queries {
 			start := time.Now()
-			n, err := Run(newCtx(), e, q.SQL)
+			n, err := Run(newCtx(q.User), e, q.SQL)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", q.SQL, err)
 			}
@@ -180,7 +193,11 @@ func WriteTable(w io.Writer, results []Result) error {
 	fmt.Fprintf(w, "%-64s %6s %10s %10s %12s\n", "query", "rows", "min", "median", "vs "+base.Name)
 	for _, r := range results {
 		ratio := float64(r.Median()) / float64(base.Median())
-		_, err := fmt.Fprintf(w, "%-64s %6d %10s %10s %11.2f×\n", r.SQL, r.Rows, round(r.Min()), round(r.Median()), ratio)
+		what := r.SQL
+		if r.User != "" {
+			what += " (as " + r.User + ")"
+		}
+		_, err := fmt.Fprintf(w, "%-64s %6d %10s %10s %11.2f×\n", what, r.Rows, round(r.Min()), round(r.Median()), ratio)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func corpusEngine(b *testing.B) *sqle.Engine {
 			engineErr = err
 			return
 		}
-		engine, engineErr = server.NewEngine(server.Config{Provider: p})
+		engine, engineErr = NewEngine(p)
 	})
 	if engineErr != nil {
 		b.Fatal(engineErr)
@@ -56,7 +56,7 @@ func BenchmarkQueries(b *testing.B) {
 	for _, q := range Queries("t") {
 		b.Run(q.Name, func(b *testing.B) {
 			for b.Loop() {
-				ctx := server.NewContext(context.Background(), "", "bench")
+				ctx := server.NewContext(context.Background(), q.User, "bench")
 				if _, err := Run(ctx, e, q.SQL); err != nil {
 					b.Fatal(err)
 				}
@@ -80,16 +80,16 @@ func TestQueriesSmall(t *testing.T) {
 	db := storage.NewDatabase("bench")
 	db.AddTable(tbl)
 	p, _ := storage.NewProvider(db)
-	e, err := server.NewEngine(server.Config{Provider: p})
+	e, err := NewEngine(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	res, err := Measure(func() *sql.Context { return server.NewContext(context.Background(), "", "bench") }, e, Queries("t"), 1)
+	res, err := Measure(func(user string) *sql.Context { return server.NewContext(context.Background(), user, "bench") }, e, Queries("t"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].Rows != 1 || res[1].Rows != 1 || res[2].Rows != 43380 {
-		t.Fatalf("rows %d %d %d (the corpus has 43,380 distinct unigrams)", res[0].Rows, res[1].Rows, res[2].Rows)
+	if res[0].Rows != 1 || res[1].Rows < 1 || res[1].Rows >= 43380 || res[2].Rows != 1 || res[3].Rows != 43380 {
+		t.Fatalf("rows %d %d %d %d (the corpus has 43,380 distinct unigrams)", res[0].Rows, res[1].Rows, res[2].Rows, res[3].Rows)
 	}
 }

@@ -56,9 +56,22 @@ type Config struct {
 	Datasets []Dataset `yaml:"datasets"`
 	// Accounts are the MySQL accounts.
 	Accounts Accounts `yaml:"accounts"`
+	// Views are created at start in the databases of the datasets (views
+	// created with SQL last until the server stops).
+	Views []View `yaml:"views"`
 
 	// Path is the file the configuration was read from ("" for Parse).
 	Path string `yaml:"-"`
+}
+
+// View is a stored query, created at start as CREATE VIEW database.name AS
+// query. A view over a protected table is read through the same analyst
+// policy as the query itself: SELECT * FROM a view of SELECT DISTINCT … is a
+// private release, a view of SELECT * is refused.
+type View struct {
+	Database string `yaml:"database"`
+	Name     string `yaml:"name"`
+	Query    string `yaml:"query"`
 }
 
 // TLS names the server's certificate and key (PEM files).
@@ -334,7 +347,7 @@ func decodeError(name string, err error) error {
 var configTypes = map[string]reflect.Type{}
 
 func init() {
-	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}} {
+	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}} {
 		t := reflect.TypeOf(v)
 		configTypes[t.String()] = t
 	}
@@ -556,6 +569,28 @@ func (v *validator) validate(c *Config, dir string) {
 				v.errorf(p("privacy_unit"), "%s: privacy_unit %q is not one of its columns (%s)", what, d.PrivacyUnit, strings.Join(cols, ", "))
 			}
 			protectedDB[strings.ToLower(d.Database)] = true
+		}
+	}
+
+	// views
+	isTable := func(key string) bool { _, ok := tables[key]; return ok }
+	for i, w := range c.Views {
+		p := func(rest ...any) []any { return append([]any{"views", i}, rest...) }
+		what := fmt.Sprintf("views[%d]", i)
+		switch {
+		case !slices.ContainsFunc(c.Datasets, func(d Dataset) bool { return strings.EqualFold(d.Database, w.Database) }):
+			v.errorf(p("database"), "%s: database %q has no dataset; a view lives in a database of the datasets", what, w.Database)
+		case !reIdent.MatchString(w.Name):
+			v.errorf(p("name"), "%s: view name %q must start with a letter or _ and contain only letters, digits, _ and $ (at most 64)", what, w.Name)
+		case isTable(strings.ToLower(w.Database + "." + w.Name)):
+			v.errorf(p("name"), "%s: %s.%s is already a table", what, w.Database, w.Name)
+		case strings.TrimSpace(w.Query) == "":
+			v.errorf(p("query"), "%s: query is required (a SELECT statement)", what)
+		}
+		for j := range i {
+			if strings.EqualFold(c.Views[j].Database, w.Database) && strings.EqualFold(c.Views[j].Name, w.Name) {
+				v.errorf(p("name"), "%s: view %s.%s is declared twice", what, w.Database, w.Name)
+			}
 		}
 	}
 

@@ -34,6 +34,11 @@ type Account struct {
 //   - Analysts get SELECT on each of their databases and nothing else: no
 //     global privilege (in particular no SELECT on the mysql database,
 //     which holds the password hashes), no write, no PROCESS, no SUPER.
+//     The one exception is CREATE VIEW on those databases: go-mysql-server
+//     v0.20.0 re-binds a view's stored CREATE VIEW statement under the
+//     reader's privileges, so without it an analyst could read no view at
+//     all (GMS_NOTES §3.3). The session guard refuses analysts' CREATE,
+//     ALTER and DROP VIEW, so the grant only lets them read views.
 //
 // db's persister is set to a no-op first (GMS_NOTES §4.3: without one, the
 // first CREATE USER or GRANT panics): accounts and grants changed with SQL
@@ -76,7 +81,7 @@ func InstallAccounts(db *mysql_db.MySQLDb, accounts []Account) error {
 		case Analyst:
 			u.PrivilegeSet = mysql_db.NewPrivilegeSet()
 			for _, d := range a.Databases {
-				u.PrivilegeSet.AddDatabase(d, sql.PrivilegeType_Select)
+				u.PrivilegeSet.AddDatabase(d, sql.PrivilegeType_Select, sql.PrivilegeType_CreateView)
 			}
 		}
 		ed.PutUser(u)

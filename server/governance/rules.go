@@ -77,6 +77,8 @@ func (g *Governor) sessionGuard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.No
 			}
 		case *plan.LoadData:
 			err = errFilePrivilege("LOAD DATA")
+		case *plan.CreateView, *plan.DropView:
+			err = mysql.NewSQLError(1142, "42000", "CREATE VIEW and DROP VIEW are refused for analyst '%s': views are declared by administrators (see the views of the configuration); analysts may read them", user)
 		}
 		if err == nil {
 			err = checkFileFunctions(node)

@@ -201,6 +201,19 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 
+	// Views of the configuration, created while authentication is still
+	// off (so with every privilege); CREATE VIEW binds the query, so a bad
+	// one fails the start.
+	for _, v := range cfg.Views {
+		if len(cfg.Accounts.Admins) == 0 {
+			return nil, fmt.Errorf("view %s.%s: views are created as an administrator; declare one under accounts.admins", v.Database, v.Name)
+		}
+		if err := createView(e, cfg.Accounts.Admins[0].User, v); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(logw, "view %s.%s\n", v.Database, v.Name)
+	}
+
 	// Accounts.
 	databases := servedDatabases(p)
 	publicDBs := publicDatabases(p, gov)
@@ -250,6 +263,20 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	return &Server{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw}, nil
+}
+
+// createView runs CREATE VIEW for a view of the configuration, as admin.
+func createView(e *sqle.Engine, admin string, v config.View) error {
+	ctx := server.NewContext(context.Background(), admin, v.Database)
+	q := fmt.Sprintf("CREATE VIEW `%s`.`%s` AS %s", v.Database, v.Name, v.Query)
+	_, it, _, err := e.Query(ctx, q)
+	if err == nil {
+		_, err = sql.RowIterToRows(ctx, it)
+	}
+	if err != nil {
+		return fmt.Errorf("view %s.%s: %w (check its query)", v.Database, v.Name, err)
+	}
+	return nil
 }
 
 // Addr returns the address the server listens on.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/dpsql/dpsql/internal/progress"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
@@ -125,17 +126,17 @@ func Load(name string, src RowSource, opts LoadOptions) (*Table, LoadInfo, error
 	}
 
 	var loaded atomic.Int64
-	prog := startProgress(opts.Progress, "loading "+label, func() string {
+	prog := progress.Start(opts.Progress, "loading "+label, func() string {
 		s := fmt.Sprintf("%d rows", loaded.Load())
 		if ps, ok := src.(ProgressSource); ok {
 			read, size := ps.Progress()
 			if size > 0 {
-				s = fmt.Sprintf("%.0f%% of %s, %s", 100*float64(read)/float64(size), humanBytes(size), s)
+				s = fmt.Sprintf("%.0f%% of %s, %s", 100*float64(read)/float64(size), progress.Bytes(size), s)
 			}
 		}
 		return s
 	})
-	defer prog.stop()
+	defer prog.Stop()
 
 	// Read the sample (copies: the source reuses its slices).
 	var sample [][][]byte
@@ -587,60 +588,4 @@ func ParseLoadSpec(s, defaultDB string) (LoadSpec, error) {
 	}
 	spec.Database, spec.Table = db, tbl
 	return spec, nil
-}
-
-// progress prints status lines (see LoadOptions.Progress).
-type progress struct {
-	stopc, done chan struct{}
-}
-
-func startProgress(w io.Writer, label string, status func() string) *progress {
-	p := &progress{stopc: make(chan struct{}), done: make(chan struct{})}
-	if w == nil {
-		close(p.done)
-		return p
-	}
-	start := time.Now()
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		printed := false
-		for {
-			select {
-			case <-p.stopc:
-				if printed {
-					fmt.Fprintf(w, "%s: %s, done in %.1fs\n", label, status(), time.Since(start).Seconds())
-				}
-				return
-			case <-t.C:
-				if time.Since(start) >= 2*time.Second {
-					fmt.Fprintf(w, "%s: %s (%.0fs)\n", label, status(), time.Since(start).Seconds())
-					printed = true
-				}
-			}
-		}
-	}()
-	return p
-}
-
-func (p *progress) stop() {
-	select {
-	case <-p.stopc:
-	default:
-		close(p.stopc)
-	}
-	<-p.done
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

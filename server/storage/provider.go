@@ -175,6 +175,7 @@ type Database struct {
 	name   string
 	mu     sync.RWMutex
 	tables map[string]*Table
+	views  map[string]sql.ViewDefinition // by lower-cased name
 }
 
 var (
@@ -190,8 +191,11 @@ func NewDatabase(name string) *Database {
 // Name implements sql.Nameable.
 func (d *Database) Name() string { return d.name }
 
-// IsReadOnly implements sql.ReadOnlyDatabase.
-func (d *Database) IsReadOnly() bool { return true }
+// IsReadOnly implements sql.ReadOnlyDatabase. The tables are read-only
+// (they implement no insert, update or DDL interface), but the database is
+// not: it stores views (go-mysql-server refuses CREATE VIEW in a read-only
+// database).
+func (d *Database) IsReadOnly() bool { return false }
 
 // AddTable adds t; a table of the same name (case-insensitively) must not
 // exist.

@@ -2,13 +2,16 @@ package storage
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 )
 
-// A Database has no views, triggers, stored procedures or events, and
-// says so by implementing their interfaces with empty answers. This matters
+// A Database keeps views in memory and has no triggers, stored procedures
+// or events, which it says by implementing their interfaces with empty
+// answers. This matters
 // once accounts are enabled: go-mysql-server then wraps every database in
 // a mysql_db.PrivilegedDatabase, which implements these interfaces itself
 // and reports "database doesn't support views" (and likewise for the
@@ -26,23 +29,57 @@ func (d *Database) readOnly(what string) error {
 	return fmt.Errorf("database %s is read-only: it cannot store %s", d.name, what)
 }
 
-// CreateView implements sql.ViewDatabase: refused (read-only).
-func (d *Database) CreateView(*sql.Context, string, string, string) error {
-	return d.readOnly("views")
+// CreateView implements sql.ViewDatabase. Views are kept in memory (the
+// tables are read-only, but a view is only a stored query): they last until
+// the server stops. A name already taken by a table or view is refused.
+func (d *Database) CreateView(ctx *sql.Context, name string, selectStatement, createViewStmt string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := strings.ToLower(name)
+	if _, ok := d.tables[k]; ok {
+		return sql.ErrTableAlreadyExists.New(name)
+	}
+	if _, ok := d.views[k]; ok {
+		return sql.ErrExistingView.New(d.name, name)
+	}
+	if d.views == nil {
+		d.views = map[string]sql.ViewDefinition{}
+	}
+	d.views[k] = sql.ViewDefinition{Name: name, TextDefinition: selectStatement, CreateViewStatement: createViewStmt, SqlMode: sql.LoadSqlMode(ctx).String()}
+	return nil
 }
 
 // DropView implements sql.ViewDatabase.
 func (d *Database) DropView(_ *sql.Context, name string) error {
-	return sql.ErrViewDoesNotExist.New(d.name, name)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := strings.ToLower(name)
+	if _, ok := d.views[k]; !ok {
+		return sql.ErrViewDoesNotExist.New(d.name, name)
+	}
+	delete(d.views, k)
+	return nil
 }
 
-// GetViewDefinition implements sql.ViewDatabase: there are none.
-func (d *Database) GetViewDefinition(*sql.Context, string) (sql.ViewDefinition, bool, error) {
-	return sql.ViewDefinition{}, false, nil
+// GetViewDefinition implements sql.ViewDatabase.
+func (d *Database) GetViewDefinition(_ *sql.Context, name string) (sql.ViewDefinition, bool, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	v, ok := d.views[strings.ToLower(name)]
+	return v, ok, nil
 }
 
-// AllViews implements sql.ViewDatabase: there are none.
-func (d *Database) AllViews(*sql.Context) ([]sql.ViewDefinition, error) { return nil, nil }
+// AllViews implements sql.ViewDatabase.
+func (d *Database) AllViews(*sql.Context) ([]sql.ViewDefinition, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]sql.ViewDefinition, 0, len(d.views))
+	for _, v := range d.views {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b sql.ViewDefinition) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
 
 // GetTriggers implements sql.TriggerDatabase: there are none.
 func (d *Database) GetTriggers(*sql.Context) ([]sql.TriggerDefinition, error) { return nil, nil }

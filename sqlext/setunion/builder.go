@@ -310,7 +310,7 @@ func (b *Builder) userOrder(key [2]uint64) []uint32 {
 	}
 	hs := make([]uint64, len(b.userNames))
 	for i, name := range b.userNames {
-		hs[i] = siphash.Hash(key[0], key[1], []byte(name))
+		hs[i] = UserHash(key, []byte(name))
 	}
 	slices.SortFunc(order, func(a, c uint32) int {
 		if x := cmp.Compare(hs[a], hs[c]); x != 0 {
@@ -319,6 +319,35 @@ func (b *Builder) userOrder(key [2]uint64) []uint32 {
 		return cmp.Compare(b.userNames[a], b.userNames[c])
 	})
 	return order
+}
+
+// UserHash is the keyed hash that orders users for the sequential mechanisms:
+// SipHash-2-4 of the privacy unit's bytes under a 128-bit key drawn fresh for
+// every release (securerand.Key). It depends on nothing but the user's own id,
+// so the position of one user never depends on another user's data. The Beam
+// pipeline (package beamdp) also splits users into shards by it.
+func UserHash(key [2]uint64, user []byte) uint64 {
+	return siphash.Hash(key[0], key[1], user)
+}
+
+// Weights builds the histogram H exactly as Release does (users ordered by
+// UserHash under key, ties by id; each bounded to Δ0 uniformly with rng; the
+// mechanism's update rule) and returns every distinct item of the input with
+// its weight, 0 for items that bounding dropped, without releasing anything.
+//
+// It is for distributed runs that split users into disjoint shards, build one
+// histogram per shard and release once from their sum (package beamdp). The
+// weights are as sensitive as the data: pass them only to a release decision,
+// never to an analyst. dp_sips is refused, since its rounds release between
+// histograms. The returned slices are the builder's own; call Weights once,
+// instead of Release.
+func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weights []float64, stats Stats, err error) {
+	if b.cal.Mechanism == DPSIPS {
+		return nil, nil, Stats{}, fmt.Errorf("mechanism %s releases between rounds and has no single histogram", DPSIPS)
+	}
+	stats = b.Group()
+	h := b.histogram(rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, nil)
+	return b.itemNames, h.W, stats, nil
 }
 
 // histogram builds H with rule m over users in order, skipping items marked in

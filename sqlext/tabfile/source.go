@@ -231,17 +231,28 @@ func openInput(path string) (*input, error) {
 		f.Close()
 		return nil, err
 	}
-	in := &input{f: f, size: st.Size()}
-	in.counter = &countingReader{r: f}
+	in, err := newInput(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	in.f = f
+	return in, nil
+}
+
+// newInput counts the bytes read from raw and decompresses them when they
+// start with the gzip magic number.
+func newInput(raw io.Reader, size int64) (*input, error) {
+	in := &input{size: size}
+	in.counter = &countingReader{r: raw}
 	br := bufio.NewReaderSize(in.counter, 1<<16)
 	in.src = br
 	if peek, _ := br.Peek(2); len(peek) == 2 && peek[0] == 0x1f && peek[1] == 0x8b {
-		in.gz, err = gzip.NewReader(br)
+		gz, err := gzip.NewReader(br)
 		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
-		in.src = in.gz
+		in.gz, in.src = gz, gz
 	}
 	return in, nil
 }
@@ -251,6 +262,9 @@ func (in *input) progress() (read, size int64) { return in.counter.n.Load(), in.
 func (in *input) close() error {
 	if in.gz != nil {
 		in.gz.Close()
+	}
+	if in.f == nil {
+		return nil // not ours to close (NewReader)
 	}
 	return in.f.Close()
 }

@@ -93,6 +93,26 @@ func Open(path string, format Format) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newReader(in, format), nil
+}
+
+// NewReader reads rows of src in the given format, TSV or CSV
+// (gzip-compressed if src starts with the gzip magic number), exactly as Open
+// reads a file. It is for sources that are not local files, such as the files
+// of a Beam filesystem. Progress reports a size of 0, and Close does not close
+// src.
+func NewReader(src io.Reader, format Format) (*Reader, error) {
+	if format != TSV && format != CSV {
+		return nil, fmt.Errorf("format %q is not read here: use tsv or csv", format)
+	}
+	in, err := newInput(src, 0)
+	if err != nil {
+		return nil, err
+	}
+	return newReader(in, format), nil
+}
+
+func newReader(in *input, format Format) *Reader {
 	r := &Reader{in: in, format: format}
 	if format == TSV {
 		r.br = bufio.NewReaderSize(in.src, 1<<20)
@@ -101,7 +121,7 @@ func Open(path string, format Format) (*Reader, error) {
 		r.csv.FieldsPerRecord = -1
 		r.csv.ReuseRecord = true
 	}
-	return r, nil
+	return r
 }
 
 // Next returns the fields of the next non-empty row, or io.EOF. The returned

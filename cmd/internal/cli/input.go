@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
-	"time"
 
+	"github.com/dpsql/dpsql/internal/progress"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
@@ -69,7 +69,7 @@ func (in *InputFlags) Text() bool { return in.TextColumn > 0 }
 // Rows reads the input and calls fn with each row's privacy unit and value
 // (the item or the text); the slices are valid only during the call. While it
 // runs longer than two seconds it reports progress to progress (if non-nil).
-func (in *InputFlags) Rows(progress io.Writer, fn func(user, value []byte)) (int64, error) {
+func (in *InputFlags) Rows(progressW io.Writer, fn func(user, value []byte)) (int64, error) {
 	format := tabfile.FormatOf(in.Input)
 	if in.Format != "" {
 		format, _ = tabfile.ParseFormat(in.Format)
@@ -85,9 +85,9 @@ func (in *InputFlags) Rows(progress io.Writer, fn func(user, value []byte)) (int
 	}
 	need := max(in.UserColumn, col)
 	var rows atomic.Int64
-	p := StartProgress(progress, "reading "+in.Input, func() string {
+	p := progress.Start(progressW, "reading "+in.Input, func() string {
 		read, size := r.Progress()
-		return fmt.Sprintf("%.0f%% of %s, %d rows", 100*float64(read)/float64(max(size, 1)), humanBytes(size), rows.Load())
+		return fmt.Sprintf("%.0f%% of %s, %d rows", 100*float64(read)/float64(max(size, 1)), progress.Bytes(size), rows.Load())
 	})
 	defer p.Stop()
 	first := true
@@ -110,65 +110,4 @@ func (in *InputFlags) Rows(progress io.Writer, fn func(user, value []byte)) (int
 		rows.Add(1)
 		fn(f[in.UserColumn-1], f[col-1])
 	}
-}
-
-// Progress prints a status line to a writer every second once an operation
-// has run for two seconds.
-type Progress struct {
-	stop chan struct{}
-	done chan struct{}
-}
-
-// StartProgress starts reporting what status returns, prefixed by label.
-// A nil writer disables reporting.
-func StartProgress(w io.Writer, label string, status func() string) *Progress {
-	p := &Progress{stop: make(chan struct{}), done: make(chan struct{})}
-	if w == nil {
-		close(p.done)
-		return p
-	}
-	start := time.Now()
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		printed := false
-		for {
-			select {
-			case <-p.stop:
-				if printed {
-					fmt.Fprintf(w, "%s: done in %.1fs\n", label, time.Since(start).Seconds())
-				}
-				return
-			case <-t.C:
-				if time.Since(start) >= 2*time.Second {
-					fmt.Fprintf(w, "%s: %s (%.0fs)\n", label, status(), time.Since(start).Seconds())
-					printed = true
-				}
-			}
-		}
-	}()
-	return p
-}
-
-// Stop ends reporting; it waits for the reporter so no line is printed after.
-func (p *Progress) Stop() {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-	<-p.done
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -50,8 +50,24 @@ func (m *MechanismFlags) Register(fs *flag.FlagSet, withData bool) {
 	}
 }
 
-// Options validates the flags and returns the core options.
+// Options validates the flags and returns the core options, with the public
+// frequency table of --public read into Options.Public.
 func (m *MechanismFlags) Options() (setunion.Options, error) {
+	o, err := m.BaseOptions()
+	if err != nil || m.Public == "" {
+		return o, err
+	}
+	if o.Public, err = ReadPublic(m.Public); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
+
+// BaseOptions validates the flags like Options but does not read the --public
+// table: for greedy_public, Options.Public is an empty table that stands in
+// for it (calibration does not read it), and the caller reads m.Public itself
+// (dpsql-beam reads it inside its pipeline).
+func (m *MechanismFlags) BaseOptions() (setunion.Options, error) {
 	mech, err := setunion.ParseMechanism(m.Mechanism)
 	if err != nil {
 		return setunion.Options{}, err
@@ -60,17 +76,14 @@ func (m *MechanismFlags) Options() (setunion.Options, error) {
 	if !math.IsNaN(m.Alpha) {
 		o.Alpha = setunion.Float(m.Alpha)
 	}
-	if m.Public != "" {
-		if mech != setunion.GreedyPublic {
-			return o, fmt.Errorf("--public is only used by --mechanism greedy_public")
-		}
-		if o.Public, err = ReadPublic(m.Public); err != nil {
-			return o, err
-		}
-	} else if mech == setunion.GreedyPublic && !m.withData {
-		o.Public = map[string]float64{} // calibration does not read the table
-	} else if mech == setunion.GreedyPublic {
+	switch {
+	case m.Public != "" && mech != setunion.GreedyPublic:
+		return o, fmt.Errorf("--public is only used by --mechanism greedy_public")
+	case m.Public == "" && mech == setunion.GreedyPublic && m.withData:
 		return o, fmt.Errorf("--mechanism greedy_public needs --public FILE, a public frequency table not derived from the input")
+	}
+	if mech == setunion.GreedyPublic {
+		o.Public = map[string]float64{} // calibration does not read the table
 	}
 	return o, o.Validate()
 }

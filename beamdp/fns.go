@@ -1,0 +1,477 @@
+package beamdp
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/dchest/siphash"
+
+	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+func init() {
+	register.Function2x2(pairToRow)
+	register.DoFn4x0[context.Context, string, []string, func(string, []string)](&userKeyFn{})
+	register.DoFn4x0[context.Context, string, func(*[]string) bool, func(string, []string)](&dedupeFn{})
+	register.DoFn4x1[context.Context, string, []string, func(string, float64), error](&boundFn{})
+	register.DoFn5x1[context.Context, string, []string, func(*string) bool, func(string, float64), error](&boundExceptFn{})
+	register.DoFn4x1[context.Context, string, float64, func(string), error](&releaseFn{})
+	register.DoFn4x0[context.Context, string, []string, func(int, userItems)](&shardKeyFn{})
+	register.DoFn4x1[context.Context, int, func(*userItems) bool, func(string, float64), error](&shardFn{})
+	register.DoFn5x1[context.Context, int, func(*userItems) bool, func(*string, *float64) bool, func(string, float64), error](&shardPublicFn{})
+	register.Emitter1[string]()
+	register.Emitter2[string, []string]()
+	register.Emitter2[string, float64]()
+	register.Emitter2[int, userItems]()
+	register.Iter1[string]()
+	register.Iter1[[]string]()
+	register.Iter1[userItems]()
+	register.Iter2[string, float64]()
+}
+
+// randConfig selects the randomness of a DoFn: crypto/rand per DoFn instance,
+// or (Seeded, tests only) a generator derived from the seed and the element.
+type randConfig struct {
+	Seeded bool   `json:"seeded,omitempty"`
+	Seed   uint64 `json:"seed,omitempty"`
+}
+
+// Tags that separate the seeded streams of the stages.
+const (
+	tagBound = iota + 1
+	tagRelease
+	tagShard
+)
+
+// forElement returns the generator for one element: instance in production,
+// or in seeded mode a fresh one keyed by (seed, stage tag, round, element).
+func (rc randConfig) forElement(instance *rand.Rand, tag, round int, element string) *rand.Rand {
+	if !rc.Seeded {
+		return instance
+	}
+	h := siphash.Hash(rc.Seed, uint64(tag)<<32|uint64(uint32(round)), []byte(element))
+	return securerand.NewSeeded(h)
+}
+
+// pairToRow wraps a (privacy unit, item) pair into a one-item row.
+func pairToRow(user, item string) (string, []string) { return user, []string{item} }
+
+// distinctSorted returns the distinct strings of items, sorted, in a new
+// slice (items itself belongs to the runner and must not be modified).
+func distinctSorted(items []string) []string {
+	out := slices.Clone(items)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// maxBuffered bounds what a DoFn holds for in-bundle combining (strings or
+// map entries) before it emits early.
+const maxBuffered = 1 << 20
+
+// rowBuffer combines rows of the same user within a bundle before the
+// shuffle ("in-mapper combining"): Beam's lifted combiners keep only 2,000
+// keys per bundle, far fewer than the users or items of one input file, and
+// every element that crosses a shuffle costs the runner more than the work
+// of merging it here.
+type rowBuffer struct {
+	rows map[string][]string
+	n    int
+}
+
+// add appends items to user's buffer and reports whether the buffer is full.
+func (b *rowBuffer) add(user string, items []string) bool {
+	if b.rows == nil {
+		b.rows = make(map[string][]string)
+	}
+	b.rows[user] = append(b.rows[user], items...)
+	b.n += len(items)
+	return b.n >= maxBuffered
+}
+
+// flush calls emit for every buffered user and empties the buffer.
+func (b *rowBuffer) flush(emit func(user string, items []string)) {
+	for u, items := range b.rows {
+		emit(u, items)
+	}
+	clear(b.rows)
+	b.n = 0
+}
+
+// userKeyFn drops rows without a privacy unit, counts the (user, item)
+// occurrences and merges the rows of each user within the bundle into their
+// distinct items before the shuffle on users.
+type userKeyFn struct {
+	Name        string `json:"name"`
+	occurrences beam.Counter
+	buf         rowBuffer
+}
+
+func (fn *userKeyFn) Setup() { fn.occurrences = beam.NewCounter(fn.Name, "occurrences") }
+
+func (fn *userKeyFn) ProcessElement(ctx context.Context, user string, items []string, emit func(string, []string)) {
+	if user == "" || len(items) == 0 {
+		return
+	}
+	fn.occurrences.Inc(ctx, int64(len(items)))
+	if fn.buf.add(user, items) {
+		fn.FinishBundle(emit)
+	}
+}
+
+func (fn *userKeyFn) FinishBundle(emit func(string, []string)) {
+	fn.buf.flush(func(u string, items []string) { emit(u, distinctSorted(items)) })
+}
+
+// dedupeFn turns one user's grouped rows into their distinct items, sorted.
+type dedupeFn struct {
+	Name  string `json:"name"`
+	users beam.Counter
+	pairs beam.Counter
+	set   map[string]struct{}
+}
+
+func (fn *dedupeFn) Setup() {
+	fn.users = beam.NewCounter(fn.Name, "users")
+	fn.pairs = beam.NewCounter(fn.Name, "pairs")
+	fn.set = make(map[string]struct{})
+}
+
+func (fn *dedupeFn) ProcessElement(ctx context.Context, user string, rows func(*[]string) bool, emit func(string, []string)) {
+	clear(fn.set)
+	var row []string
+	for rows(&row) {
+		for _, it := range row {
+			fn.set[it] = struct{}{}
+		}
+	}
+	items := make([]string, 0, len(fn.set))
+	for it := range fn.set {
+		items = append(items, it)
+	}
+	slices.Sort(items) // a data-independent order, so that seeded runs repeat
+	fn.users.Inc(ctx, 1)
+	fn.pairs.Inc(ctx, int64(len(items)))
+	emit(user, items)
+}
+
+// boundFn bounds one user (of a parallel mechanism) to Δ0 items sampled
+// uniformly without replacement and emits (item, weight) for each kept item,
+// the weight given by the mechanism's update rule through a one-user
+// setunion.Histogram. With Dropped it also emits (item, 0) for the items
+// bounding dropped, so that the release stage can count distinct items; a
+// weight of 0 is never released.
+type boundFn struct {
+	Opts    setunion.Options `json:"opts"`
+	Round   int              `json:"round"` // dp_sips round, −1 otherwise
+	Rand    randConfig       `json:"rand"`
+	Dropped bool             `json:"dropped,omitempty"`
+
+	bound int
+	rng   *rand.Rand
+	h     *setunion.Histogram
+	ids   []uint32
+	buf   []string
+	sums  map[string]float64 // the bundle's partial histogram
+}
+
+func (fn *boundFn) Setup() error {
+	cal, err := calibrate(fn.Opts)
+	if err != nil {
+		return err
+	}
+	fn.bound = cal.MaxItems
+	fn.rng = securerand.New()
+	fn.h = setunion.NewHistogram(fn.Opts.Mechanism, 0, 0)
+	fn.sums = make(map[string]float64)
+	return nil
+}
+
+func (fn *boundFn) ProcessElement(ctx context.Context, user string, items []string, emit func(string, float64)) error {
+	fn.add(user, items, nil, emit)
+	return nil
+}
+
+// FinishBundle emits the bundle's partial sums.
+func (fn *boundFn) FinishBundle(emit func(string, float64)) {
+	for it, w := range fn.sums {
+		emit(it, w)
+	}
+	clear(fn.sums)
+}
+
+// add bounds the items of user not in done and adds their weights to the
+// bundle's partial histogram (the weights of one user, summed with other
+// users' by the combiner downstream; in-bundle summing is the same sum).
+func (fn *boundFn) add(user string, items []string, done map[string]bool, emit func(string, float64)) {
+	all := append(fn.buf[:0], items...)
+	if done != nil {
+		all = slices.DeleteFunc(all, func(it string) bool { return done[it] })
+	}
+	fn.buf = all
+	if len(all) == 0 {
+		return
+	}
+	kept := all
+	if len(all) > fn.bound {
+		rng := fn.Rand.forElement(fn.rng, tagBound, fn.Round, user)
+		kept = securerand.SampleInPlace(rng, all, fn.bound)
+	}
+	// The rule's weight for each kept item: ids 0..k−1 of a scratch histogram.
+	k := len(kept)
+	clear(fn.h.W)
+	fn.h.Grow(k)
+	fn.ids = fn.ids[:0]
+	for i := range k {
+		fn.ids = append(fn.ids, uint32(i))
+	}
+	fn.h.Update(fn.ids, nil)
+	for i, it := range kept {
+		fn.sums[it] += fn.h.W[i]
+	}
+	if fn.Dropped {
+		for _, it := range all[k:] {
+			fn.sums[it] += 0
+		}
+	}
+	if len(fn.sums) >= maxBuffered {
+		fn.FinishBundle(emit)
+	}
+}
+
+// boundExceptFn is boundFn for dp_sips rounds r ≥ 1: the items released by
+// earlier rounds (a side input) are removed from every user's set before it
+// is bounded.
+type boundExceptFn struct {
+	boundFn
+	done map[string]bool
+}
+
+func (fn *boundExceptFn) ProcessElement(ctx context.Context, user string, items []string, done func(*string) bool, emit func(string, float64)) error {
+	if fn.done == nil {
+		// The side input, in the global window of a batch pipeline, is the
+		// complete output of the earlier rounds: the same for every element
+		// this instance processes, so it is read once.
+		fn.done = make(map[string]bool)
+		var it string
+		for done(&it) {
+			fn.done[it] = true
+		}
+	}
+	fn.add(user, items, fn.done, emit)
+	return nil
+}
+
+// FinishBundle emits the bundle's partial sums (a DoFn with side inputs must
+// take them in FinishBundle too).
+func (fn *boundExceptFn) FinishBundle(done func(*string) bool, emit func(string, float64)) {
+	fn.boundFn.FinishBundle(emit)
+}
+
+// releaseFn makes the release decision of one item of the summed histogram:
+// an item of weight w > 0 is released with probability P(w + Z > ρ) (for
+// dp_sips, of the round's ρ_r and σ_r), by one exact Bernoulli draw.
+type releaseFn struct {
+	Name       string           `json:"name"`
+	Opts       setunion.Options `json:"opts"`
+	Round      int              `json:"round"`
+	Rand       randConfig       `json:"rand"`
+	CountItems bool             `json:"count_items,omitempty"`
+
+	cal      setunion.Calibration
+	rng      *rand.Rand
+	items    beam.Counter
+	released beam.Counter
+}
+
+func (fn *releaseFn) Setup() error {
+	cal, err := calibrate(fn.Opts)
+	if err != nil {
+		return err
+	}
+	fn.cal = cal
+	fn.rng = securerand.New()
+	fn.items = beam.NewCounter(fn.Name, "distinct_items")
+	fn.released = beam.NewCounter(fn.Name, "released")
+	return nil
+}
+
+func (fn *releaseFn) ProcessElement(ctx context.Context, item string, w float64, emit func(string)) error {
+	if fn.CountItems {
+		fn.items.Inc(ctx, 1)
+	}
+	if !(w > 0) {
+		return nil // only supp(H) is eligible
+	}
+	var p float64
+	if fn.Round >= 0 {
+		p = fn.cal.RoundProbability(fn.Round, w)
+	} else {
+		p = fn.cal.ReleaseProbability(w)
+	}
+	if securerand.Bernoulli(fn.Rand.forElement(fn.rng, tagRelease, fn.Round, item), p) {
+		fn.released.Inc(ctx, 1)
+		emit(item)
+	}
+	return nil
+}
+
+// userItems is one input row routed to a shard.
+type userItems struct {
+	User  string
+	Items []string
+}
+
+// shardOf returns the shard of a user: ⌊S·h/2⁶⁴⌋ for h = UserHash(key, user),
+// so that shards are contiguous ranges of the hash order.
+func shardOf(key [2]uint64, shards int, user []byte) int {
+	hi, _ := bits.Mul64(setunion.UserHash(key, user), uint64(shards))
+	return int(hi)
+}
+
+// shardKeyFn drops rows without a privacy unit, counts the (user, item)
+// occurrences, merges the rows of each user within the bundle and routes them
+// to the user's shard.
+type shardKeyFn struct {
+	Name   string    `json:"name"`
+	Key    [2]uint64 `json:"key"`
+	Shards int       `json:"shards"`
+	// KeepDuplicates keeps repeated items (greedy_frequency orders a user's
+	// items by how often the user holds them).
+	KeepDuplicates bool `json:"keep_duplicates,omitempty"`
+
+	occurrences beam.Counter
+	buf         rowBuffer
+}
+
+func (fn *shardKeyFn) Setup() { fn.occurrences = beam.NewCounter(fn.Name, "occurrences") }
+
+func (fn *shardKeyFn) ProcessElement(ctx context.Context, user string, items []string, emit func(int, userItems)) {
+	if user == "" || len(items) == 0 {
+		return
+	}
+	fn.occurrences.Inc(ctx, int64(len(items)))
+	if fn.buf.add(user, items) {
+		fn.FinishBundle(emit)
+	}
+}
+
+func (fn *shardKeyFn) FinishBundle(emit func(int, userItems)) {
+	fn.buf.flush(func(u string, items []string) {
+		if !fn.KeepDuplicates {
+			items = distinctSorted(items)
+		}
+		emit(shardOf(fn.Key, fn.Shards, []byte(u)), userItems{User: u, Items: items})
+	})
+}
+
+// shardFn runs a sequential policy over the users of one shard: a
+// setunion.Builder orders them by UserHash under the run's key, bounds them
+// and applies the update rule (Builder.Weights); every distinct item of the
+// shard is emitted with its weight (0 if bounding dropped it everywhere).
+type shardFn struct {
+	Name string           `json:"name"`
+	Opts setunion.Options `json:"opts"`
+	Key  [2]uint64        `json:"key"`
+	Rand randConfig       `json:"rand"`
+
+	rng   *rand.Rand
+	users beam.Counter
+	pairs beam.Counter
+}
+
+func (fn *shardFn) Setup() error {
+	if _, err := calibrate(fn.Opts); err != nil {
+		return err
+	}
+	fn.rng = securerand.New()
+	fn.users = beam.NewCounter(fn.Name, "users")
+	fn.pairs = beam.NewCounter(fn.Name, "pairs")
+	return nil
+}
+
+func (fn *shardFn) ProcessElement(ctx context.Context, shard int, rows func(*userItems) bool, emit func(string, float64)) error {
+	return fn.run(ctx, shard, rows, fn.Opts, emit)
+}
+
+func (fn *shardFn) run(ctx context.Context, shard int, rows func(*userItems) bool, opts setunion.Options, emit func(string, float64)) error {
+	rng := fn.Rand.forElement(fn.rng, tagShard, 0, fmt.Sprint(shard))
+	items, weights, st, err := shardWeights(opts, fn.Key, rng, rows, fn.Rand.Seeded)
+	if err != nil {
+		return err
+	}
+	fn.users.Inc(ctx, int64(st.Users))
+	fn.pairs.Inc(ctx, st.Pairs)
+	for i, it := range items {
+		emit(it, weights[i])
+	}
+	return nil
+}
+
+// shardWeights runs the sequential mechanism of opts over the rows of one
+// shard: a setunion.Builder groups them by user, orders the users by
+// UserHash under key, bounds each to Δ0 with rng and applies the update rule
+// (Builder.Weights). It returns every distinct item of the shard with its
+// weight. With sorted (seeded runs), the rows are first put in a fixed order:
+// the builder's item ids, and so the subset a seeded rng samples, follow
+// arrival order, which a runner does not fix.
+func shardWeights(opts setunion.Options, key [2]uint64, rng *rand.Rand, rows func(*userItems) bool, sorted bool) ([]string, []float64, setunion.Stats, error) {
+	b, err := setunion.NewBuilder(opts)
+	if err != nil {
+		return nil, nil, setunion.Stats{}, err
+	}
+	var row userItems
+	if !sorted {
+		for rows(&row) {
+			addRow(b, row)
+		}
+		return b.Weights(rng, key)
+	}
+	var all []userItems
+	for rows(&row) {
+		all = append(all, row)
+	}
+	slices.SortFunc(all, func(a, b userItems) int {
+		if c := strings.Compare(a.User, b.User); c != 0 {
+			return c
+		}
+		return slices.Compare(a.Items, b.Items)
+	})
+	for _, r := range all {
+		addRow(b, r)
+	}
+	return b.Weights(rng, key)
+}
+
+func addRow(b *setunion.Builder, r userItems) {
+	u, ok := b.UserID([]byte(r.User))
+	if !ok {
+		return
+	}
+	for _, it := range r.Items {
+		b.AddID(u, []byte(it))
+	}
+}
+
+// shardPublicFn is shardFn for greedy_public, whose public frequency table
+// arrives as a side input.
+type shardPublicFn struct {
+	shardFn
+}
+
+func (fn *shardPublicFn) ProcessElement(ctx context.Context, shard int, rows func(*userItems) bool, public func(*string, *float64) bool, emit func(string, float64)) error {
+	opts := fn.Opts
+	opts.Public = make(map[string]float64)
+	var item string
+	var f float64
+	for public(&item, &f) {
+		opts.Public[item] += f
+	}
+	return fn.run(ctx, shard, rows, opts, emit)
+}

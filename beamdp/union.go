@@ -1,0 +1,178 @@
+package beamdp
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+
+	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+// MaxShards bounds Config.Shards.
+const MaxShards = 1 << 16
+
+// DefaultName is the default metrics namespace of a Union.
+const DefaultName = "dpsql"
+
+// Config configures one release.
+type Config struct {
+	// Options are the core's options; Options.Public is ignored (greedy_public
+	// takes its table from Public).
+	Options setunion.Options
+	// Shards is the number S ≥ 1 of shards of a sequential mechanism (see the
+	// package documentation). 0 means 1. More than 1 is an error for the
+	// parallel mechanisms, which need no sharding to scale.
+	Shards int
+	// Public is greedy_public's public frequency table, a PCollection of
+	// KV<string, float64> (item, frequency; repeated items add up), given to
+	// the policy as a side input. It must not be derived from the protected
+	// data. Leave it zero for the other mechanisms.
+	Public beam.PCollection
+	// Seed, when non-nil, derives every random choice from *Seed: the run is
+	// reproducible and therefore NOT private. For tests only.
+	Seed *uint64
+	// Name is the metrics namespace of the release's counters (DefaultName if
+	// empty); give each Union of one pipeline its own name to read its Stats.
+	Name string
+	// CountDistinctItems makes the parallel mechanisms count the distinct
+	// items of the input (Stats.DistinctItems) by also sending the items
+	// that bounding drops to the summing stage, with weight 0; on git
+	// corpora with Δ0 = 100 that is about 30% more work on prism. The
+	// sequential mechanisms always count them, at no cost.
+	CountDistinctItems bool
+}
+
+// validate checks cfg and returns the calibration the release will use.
+func (cfg *Config) validate() (setunion.Calibration, error) {
+	if cfg.Shards == 0 {
+		cfg.Shards = 1
+	}
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	o := cfg.Options
+	o.Public = nil
+	cal, err := calibrate(o)
+	if err != nil {
+		return cal, err
+	}
+	if cfg.Shards < 1 || cfg.Shards > MaxShards {
+		return cal, fmt.Errorf("shards must be an integer from 1 to %d, got %d", MaxShards, cfg.Shards)
+	}
+	if cfg.Shards > 1 && !o.Mechanism.Sequential() {
+		return cal, fmt.Errorf("shards apply to the sequential mechanisms only; %s is parallel and scales without them (leave shards at 1)", o.Mechanism)
+	}
+	if o.Mechanism == setunion.GreedyPublic {
+		if !cfg.Public.IsValid() {
+			return cal, fmt.Errorf("mechanism greedy_public needs a public frequency table (a PCollection of KV<string, float64>) that is not derived from the protected data")
+		}
+		if t := cfg.Public.Type(); !typex.IsKV(t) || t.Components()[0].Type() != reflect.TypeOf("") || t.Components()[1].Type() != reflect.TypeOf(0.0) {
+			return cal, fmt.Errorf("the public frequency table must be a PCollection of KV<string, float64>, got %v", t)
+		}
+	} else if cfg.Public.IsValid() {
+		return cal, fmt.Errorf("a public frequency table is only used by mechanism greedy_public, not %s", o.Mechanism)
+	}
+	return cal, nil
+}
+
+// calibrate is setunion.Calibrate, with an empty public table standing in for
+// greedy_public's (calibration does not read it).
+func calibrate(o setunion.Options) (setunion.Calibration, error) {
+	if o.Mechanism == setunion.GreedyPublic && o.Public == nil {
+		o.Public = map[string]float64{}
+	}
+	return setunion.Calibrate(o)
+}
+
+// Union releases items of input under user-level (ε, δ)-differential privacy
+// and returns them as a PCollection<string> (in no particular order; see
+// WriteSorted). input is a PCollection of KV<string, string> (privacy unit,
+// item) pairs or of KV<string, []string> rows (privacy unit, items). The
+// calibration it returns is the one every stage uses.
+//
+// The pipeline's shape depends on the mechanism (see the package
+// documentation): one GroupByKey on users for the parallel mechanisms, one
+// more combine and release stage per dp_sips round, one GroupByKey on S shards
+// for the sequential ones.
+func Union(s beam.Scope, input beam.PCollection, cfg Config) (beam.PCollection, setunion.Calibration, error) {
+	cal, err := cfg.validate()
+	if err != nil {
+		return beam.PCollection{}, cal, err
+	}
+	s = s.Scope("beamdp.Union")
+	rows, err := asRows(s, input)
+	if err != nil {
+		return beam.PCollection{}, cal, err
+	}
+	opts := cfg.Options
+	opts.Public = nil
+	rc := randConfig{Seeded: cfg.Seed != nil}
+	if rc.Seeded {
+		rc.Seed = *cfg.Seed
+	}
+	keep := opts.Mechanism == setunion.GreedyFrequency // the user's own counts matter
+	if opts.Mechanism.Sequential() {
+		keyRng := securerand.New()
+		if rc.Seeded {
+			keyRng = securerand.NewSeeded(rc.Seed)
+		}
+		key := securerand.Key(keyRng)
+		keyed := beam.ParDo(s, &shardKeyFn{Name: cfg.Name, Key: key, Shards: cfg.Shards, KeepDuplicates: keep}, rows)
+		shards := beam.GroupByKey(s, keyed)
+		var weights beam.PCollection
+		if opts.Mechanism == setunion.GreedyPublic {
+			public := stats.SumPerKey(s.Scope("public"), cfg.Public)
+			weights = beam.ParDo(s, &shardPublicFn{shardFn{Name: cfg.Name, Opts: opts, Key: key, Rand: rc}}, shards, beam.SideInput{Input: public})
+		} else {
+			weights = beam.ParDo(s, &shardFn{Name: cfg.Name, Opts: opts, Key: key, Rand: rc}, shards)
+		}
+		summed := stats.SumPerKey(s, weights)
+		return beam.ParDo(s, &releaseFn{Name: cfg.Name, Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed), cal, nil
+	}
+
+	keyed := beam.ParDo(s, &userKeyFn{Name: cfg.Name}, rows)
+	users := beam.ParDo(s, &dedupeFn{Name: cfg.Name}, beam.GroupByKey(s, keyed))
+	if opts.Mechanism != setunion.DPSIPS {
+		weights := beam.ParDo(s, &boundFn{Opts: opts, Round: -1, Rand: rc, Dropped: cfg.CountDistinctItems}, users)
+		summed := stats.SumPerKey(s, weights)
+		return beam.ParDo(s, &releaseFn{Name: cfg.Name, Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed), cal, nil
+	}
+	var released []beam.PCollection
+	for r := range cal.Rounds {
+		rs := s.Scope(fmt.Sprintf("round%d", r))
+		var weights beam.PCollection
+		fn := boundFn{Opts: opts, Round: r, Rand: rc, Dropped: r == 0 && cfg.CountDistinctItems}
+		if r == 0 {
+			weights = beam.ParDo(rs, &fn, users)
+		} else {
+			done := beam.Flatten(rs, released...)
+			weights = beam.ParDo(rs, &boundExceptFn{boundFn: fn}, users, beam.SideInput{Input: done})
+		}
+		summed := stats.SumPerKey(rs, weights)
+		released = append(released, beam.ParDo(rs, &releaseFn{Name: cfg.Name, Opts: opts, Round: r, Rand: rc, CountItems: r == 0}, summed))
+	}
+	return beam.Flatten(s, released...), cal, nil
+}
+
+// asRows returns input as a PCollection of KV<string, []string> rows,
+// wrapping each pair of a KV<string, string> input in a one-item row (a fused
+// step: no data moves between workers for it).
+func asRows(s beam.Scope, in beam.PCollection) (beam.PCollection, error) {
+	if !in.IsValid() {
+		return in, fmt.Errorf("input PCollection is not valid")
+	}
+	t := in.Type()
+	if typex.IsKV(t) && t.Components()[0].Type() == reflect.TypeOf("") {
+		switch t.Components()[1].Type() {
+		case reflect.TypeOf(""):
+			return beam.ParDo(s, pairToRow, in), nil
+		case reflect.TypeOf([]string(nil)):
+			return in, nil
+		}
+	}
+	return in, fmt.Errorf("input must be a PCollection of KV<string, string> (privacy unit, item) or KV<string, []string> (privacy unit, items), got %v", t)
+}

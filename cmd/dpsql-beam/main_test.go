@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+	"github.com/dpsql/dpsql/sqlext/tokenize"
+)
+
+// union runs `dpsql-beam union args` in process with a fresh flag set.
+func union(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stderr bytes.Buffer
+	fs := flag.NewFlagSet("dpsql-beam union", flag.ContinueOnError)
+	err := runUnion(context.Background(), fs, args, &stderr)
+	return stderr.String(), err
+}
+
+// coreStats reads a corpus as `dpsql union --user-column 1 --text-column 2`
+// does and returns the core's statistics of it.
+func coreStats(t *testing.T, path string) (setunion.Stats, int64) {
+	t.Helper()
+	b, err := setunion.NewBuilder(setunion.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tabfile.Open(path, tabfile.TSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var sc tokenize.Scanner
+	var rows int64
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows++
+		if u, ok := b.UserID(f[0]); ok {
+			sc.Each(f[1], func(tok []byte) { b.AddID(u, tok) })
+		}
+	}
+	return b.Group(), rows
+}
+
+// TestUnionCommand runs the command on git_rails with prism and checks the
+// output file (sorted, one item per line), the spent budget line and the
+// JSON summary, whose input statistics must equal the core's.
+func TestUnionCommand(t *testing.T) {
+	path := testenv.DataFile(t, "git_rails.tsv.gz")
+	prefix := filepath.Join(t.TempDir(), "released")
+	stderr, err := union(t, "--input", path, "--user-column", "1", "--text-column", "2", "--output", prefix,
+		"--mechanism", "policy_laplace", "--shards", "4", "--seed", "5")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if !strings.Contains(stderr, "NOT differentially private") {
+		t.Errorf("no warning about --seed in %q", stderr)
+	}
+	if !strings.Contains(lines[len(lines)-2], "spent ε = 1, δ = 1e-06") {
+		t.Errorf("no spent-budget line before the summary: %q", lines[len(lines)-2])
+	}
+	var sum struct {
+		Mechanism     string  `json:"mechanism"`
+		Epsilon       float64 `json:"epsilon"`
+		Delta         float64 `json:"delta"`
+		Rho           float64 `json:"rho"`
+		Output        string  `json:"output"`
+		Runner        string  `json:"runner"`
+		Shards        int     `json:"shards"`
+		Rows          int64   `json:"rows"`
+		Occurrences   int64   `json:"occurrences"`
+		Users         int     `json:"users"`
+		Pairs         int64   `json:"pairs"`
+		DistinctItems int     `json:"distinct_items"`
+		Released      int     `json:"released"`
+		Seeded        bool    `json:"seeded"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("last stderr line is not the JSON summary: %v\n%s", err, stderr)
+	}
+	o := setunion.Defaults()
+	o.Mechanism = setunion.PolicyLaplace
+	cal, _ := setunion.Calibrate(o)
+	st, rows := coreStats(t, path)
+	if sum.Mechanism != "policy_laplace" || sum.Epsilon != 1 || sum.Delta != 1e-6 || sum.Rho != cal.Rho || sum.Runner != "prism" || sum.Shards != 4 || !sum.Seeded {
+		t.Errorf("summary %+v", sum)
+	}
+	if sum.Rows != rows || sum.Occurrences != st.Occurrences || sum.Users != st.Users || sum.Pairs != st.Pairs || sum.DistinctItems != st.DistinctItems {
+		t.Errorf("summary %+v, core stats %+v and %d rows", sum, st, rows)
+	}
+	data, err := os.ReadFile(sum.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(items) != sum.Released || sum.Released == 0 || !slices.IsSorted(items) {
+		t.Errorf("output has %d lines (sorted: %v), summary says %d released", len(items), slices.IsSorted(items), sum.Released)
+	}
+}
+
+// TestUnionCommandErrors checks that bad command lines are usage errors
+// that say what is wrong, before any pipeline runs.
+func TestUnionCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.tsv")
+	if err := os.WriteFile(in, []byte("u\ta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--user-column", "1", "--item-column", "2", "--output", out}, "--input"},
+		{[]string{"--input", in, "--user-column", "1", "--item-column", "2"}, "--output"},
+		{[]string{"--input", in, "--user-column", "1", "--output", out}, "exactly one of"},
+		{[]string{"--input", in, "--user-column", "1", "--item-column", "2", "--output", out, "--mechanism", "count_laplace", "--shards", "2"}, "sequential mechanisms only"},
+		{[]string{"--input", in, "--user-column", "1", "--item-column", "2", "--output", out, "--mechanism", "greedy_public"}, "--public"},
+		{[]string{"--input", in, "--user-column", "1", "--item-column", "2", "--output", out, "--mechanism", "policy_gaussian_l1"}, "disabled"},
+		{[]string{"--input", in, "--user-column", "1", "--item-column", "2", "--output", out, "--epsilon", "-1"}, "epsilon"},
+		{[]string{"--input", in, "--user-column", "1", "--item-column", "2", "--output", out, "--seed", "x"}, "--seed"},
+		{[]string{"--input", in, "--user-column", "1", "--item-column", "2", "--output", out, "stray"}, "unexpected argument"},
+		{[]string{"--no-such-flag"}, "no-such-flag"},
+	}
+	for _, c := range cases {
+		_, err := union(t, c.args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want a usage error mentioning %q", c.args, err, c.want)
+		}
+	}
+	// A glob without files fails before the pipeline runs.
+	if _, err := union(t, "--input", filepath.Join(dir, "none*.tsv"), "--user-column", "1", "--item-column", "2", "--output", out); err == nil || !strings.Contains(err.Error(), "no file matches") {
+		t.Errorf("missing input: %v", err)
+	}
+}
+
+// TestRunDispatch checks the commands and exit codes of the binary.
+func TestRunDispatch(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "usage: dpsql-beam union") {
+		t.Errorf("help: code %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"bogus"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `unknown command "bogus"`) {
+		t.Errorf("bogus: code %d, %q", code, stderr.String())
+	}
+}
