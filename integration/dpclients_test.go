@@ -75,6 +75,8 @@ func newClientSession(t *testing.T, s *govServer, prepared bool) *clientSession 
 			{clients.Query("SELECT DP_SET_UNION(LOWER(SUBSTRING_INDEX(message, ' ', 2)), user_id) AS released FROM commits"), 0.5, cs.wantJSONRelease("released", 3)},
 			{clients.Query("SELECT ngram, n FROM DP_NGRAMS('rails.commits', 'message', 'user_id', 'epsilon=2, max_n=2') ORDER BY n, ngram"), 2, cs.wantNgrams(50, 2)},
 		}
+		// A view of a private release is one (charged) at each read.
+		rel = append(rel, release{clients.Query("SELECT first_word FROM first_words ORDER BY first_word"), 0.5, cs.wantKeys("first_word", 10, true)})
 		if prepared {
 			rel = append(rel,
 				release{clients.Prepare("SELECT DISTINCT LOWER(SUBSTRING_INDEX(message, ' ', 1)) AS first_word FROM commits WHERE LENGTH(message) > ?", 20), 0.5, cs.wantKeys("first_word", 10, false)},
@@ -432,10 +434,17 @@ func TestJDBC(t *testing.T) {
 			if got := extra[1].Column("TABLE_CAT"); !slices.Contains(got, s.db) {
 				t.Errorf("getCatalogs %q does not list %s", got, s.db)
 			}
-			listed := extra[3].Column("TABLE_NAME")
+			listed, types := extra[3].Column("TABLE_NAME"), extra[3].Column("TABLE_TYPE")
 			for _, tbl := range tables {
 				if !slices.Contains(listed, tbl) {
 					t.Errorf("getTables %q does not list the protected table %s", listed, tbl)
+				}
+			}
+			if s.name == "git_rails" {
+				for _, v := range []string{"first_words", "cheap_notes"} {
+					if i := slices.Index(listed, v); i < 0 || types[i] != "VIEW" {
+						t.Errorf("getTables %q of types %q does not list the view %s", listed, types, v)
+					}
 				}
 			}
 			cols := map[string][]string{}

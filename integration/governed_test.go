@@ -35,10 +35,12 @@ import (
 //     "analyst" (mysql_native_password, no TLS) with the demo budget and
 //     the admin "admin";
 //   - git_rails: a configuration file loading ../shared/data/git_rails.tsv.gz
-//     as the protected table rails.commits(user_id, message) and a small
+//     as the protected table rails.commits(user_id, message), a small
 //     public table rails.notes (NULL, non-ASCII text, a tab and a newline
-//     in values), with TLS required (self-signed certificate) and the
-//     analyst on caching_sha2_password, MySQL 8's default plugin.
+//     in values), a view of a private release (first_words) and one of the
+//     public table (cheap_notes), with TLS required (self-signed
+//     certificate) and the analyst on caching_sha2_password, MySQL 8's
+//     default plugin.
 
 const (
 	analystPassword = "analyst-pw-0"
@@ -174,6 +176,9 @@ datasets:
       - {name: note, type: TEXT}
       - {name: price, type: 'DECIMAL(10,2)'}
     public: true
+views:
+  - {database: rails, name: first_words, query: "SELECT DISTINCT LOWER(SUBSTRING_INDEX(message, ' ', 1)) AS first_word FROM commits"}
+  - {database: rails, name: cheap_notes, query: "SELECT id, note FROM notes WHERE price < 5"}
 accounts:
   admins:
     - {user: admin, password_hash: '%s'}

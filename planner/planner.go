@@ -69,6 +69,7 @@ const RuleIDBase analyzer.RuleId = 1000
 const (
 	LiftSetUnionID = RuleIDBase + iota
 	EmptyLimitZeroID
+	EnumTextID
 )
 
 // Rules returns dpsql's rules for plain (ungoverned) engines.
@@ -76,6 +77,7 @@ func Rules() []Rule {
 	return []Rule{
 		{ID: LiftSetUnionID, Name: "lift_dp_set_union", Batch: PreAnalyze, Apply: LiftSetUnion},
 		{ID: EmptyLimitZeroID, Name: "empty_limit_zero", Batch: PreAnalyze, Apply: EmptyLimitZero},
+		{ID: EnumTextID, Name: "enum_text", Batch: PreAnalyze, Apply: EnumText},
 	}
 }
 
