@@ -93,7 +93,7 @@ func TestProviderFunctions(t *testing.T) {
 	if err := p.RegisterFunction(twice); err != nil {
 		t.Fatal(err)
 	}
-	e, err := server.NewEngine(server.Config{Provider: p})
+	e, err := server.NewEngine(server.Config{Provider: p, Functions: seeded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func startServer(t *testing.T) string {
 	if err := p.AddDatabase(db); err != nil {
 		t.Fatal(err)
 	}
-	e, err := server.NewEngine(server.Config{Provider: p})
+	e, err := server.NewEngine(server.Config{Provider: p, Functions: seeded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func TestUnionItemsCSVToFile(t *testing.T) {
 	os.WriteFile(in, []byte(b.String()), 0o644)
 	outPath := filepath.Join(dir, "out.txt")
 	code, out, errOut := runCmd(t, "union", "--input", in, "--skip-header", "--user-column", "2", "--item-column", "1",
-		"--mechanism", "weighted_laplace", "--epsilon", "2", "--delta", "1e-5", "--max-items", "3", "--output", outPath, "--quiet")
+		"--mechanism", "weighted_laplace", "--epsilon", "2", "--delta", "1e-5", "--max-items", "3", "--output", outPath, "--quiet", "--seed", "7")
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q: %s", code, out, errOut)
 	}
@@ -139,7 +139,7 @@ func TestUnionGreedyPublic(t *testing.T) {
 	pub := filepath.Join(t.TempDir(), "public.tsv")
 	os.WriteFile(pub, []byte("the\t1000\nwords\t10\ncommon\n"), 0o644)
 	code, out, errOut := runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2",
-		"--mechanism", "greedy_public", "--public", pub, "--epsilon", "1", "--delta", "1e-6")
+		"--mechanism", "greedy_public", "--public", pub, "--epsilon", "1", "--delta", "1e-6", "--seed", "7")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
