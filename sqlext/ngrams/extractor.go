@@ -34,17 +34,13 @@
 package ngrams
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/dchest/siphash"
 
 	"github.com/dpsql/dpsql/sqlext/noise"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -496,23 +492,13 @@ func (c *corpus) prune(k int, cur, itemAt []int32) ([]uint64, map[uint64]int32) 
 // is drawn either way.
 func (c *corpus) order(rng *rand.Rand, sequential bool) []uint32 {
 	key := securerand.Key(rng)
+	if sequential {
+		return setunion.OrderUsers(key, c.names)
+	}
 	order := make([]uint32, c.users())
 	for i := range order {
 		order[i] = uint32(i)
 	}
-	if !sequential {
-		return order
-	}
-	hs := make([]uint64, c.users())
-	for i, name := range c.names {
-		hs[i] = siphash.Hash(key[0], key[1], []byte(name))
-	}
-	slices.SortFunc(order, func(a, b uint32) int {
-		if x := cmp.Compare(hs[a], hs[b]); x != 0 {
-			return x
-		}
-		return strings.Compare(c.names[a], c.names[b])
-	})
 	return order
 }
 

@@ -301,22 +301,31 @@ func (b *Builder) Release(rng *rand.Rand) Result {
 // them: by keyed hash of the id bytes, ties by the bytes. Parallel mechanisms
 // do not depend on the order and get the insertion order.
 func (b *Builder) userOrder(key [2]uint64) []uint32 {
-	order := make([]uint32, len(b.userNames))
-	for i := range order {
-		order[i] = uint32(i)
-	}
 	if !b.cal.Mechanism.Sequential() {
+		order := make([]uint32, len(b.userNames))
+		for i := range order {
+			order[i] = uint32(i)
+		}
 		return order
 	}
-	hs := make([]uint64, len(b.userNames))
-	for i, name := range b.userNames {
+	return OrderUsers(key, b.userNames)
+}
+
+// OrderUsers returns the indexes of names sorted by UserHash under key, ties
+// by the names' bytes: the order in which a sequential mechanism processes
+// users (ALGORITHMS.md §1, step 2). The n-gram extractor shares it.
+func OrderUsers(key [2]uint64, names []string) []uint32 {
+	order := make([]uint32, len(names))
+	hs := make([]uint64, len(names))
+	for i, name := range names {
+		order[i] = uint32(i)
 		hs[i] = UserHash(key, []byte(name))
 	}
 	slices.SortFunc(order, func(a, c uint32) int {
 		if x := cmp.Compare(hs[a], hs[c]); x != 0 {
 			return x
 		}
-		return cmp.Compare(b.userNames[a], b.userNames[c])
+		return cmp.Compare(names[a], names[c])
 	})
 	return order
 }
@@ -358,7 +367,7 @@ func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mec
 	if greedy {
 		h.Tie = make([]uint64, len(b.itemNames))
 		for i, name := range b.itemNames {
-			h.Tie[i] = siphash.Hash(key[0], key[1], []byte(name))
+			h.Tie[i] = UserHash(key, []byte(name))
 		}
 	}
 	bound := b.cal.MaxItems
