@@ -28,12 +28,14 @@ func (b *bitmap) set(i int) {
 	(*b)[i>>6] |= 1 << (i & 63)
 }
 
-type intColumn struct {
-	vals  []int64
+// valueColumn holds values of a fixed-size Go type (int64, float64,
+// time.Time) with a NULL bitmap.
+type valueColumn[T any] struct {
+	vals  []T
 	nulls bitmap
 }
 
-func (c *intColumn) fill(dst []any, stride, off, from, n int) {
+func (c *valueColumn[T]) fill(dst []any, stride, off, from, n int) {
 	for k := 0; k < n; k++ {
 		if c.nulls.has(from + k) {
 			dst[k*stride+off] = nil
@@ -43,42 +45,9 @@ func (c *intColumn) fill(dst []any, stride, off, from, n int) {
 	}
 }
 
-func (c *intColumn) bytes() int64 { return int64(len(c.vals))*8 + int64(len(c.nulls))*8 }
-
-type floatColumn struct {
-	vals  []float64
-	nulls bitmap
-}
-
-func (c *floatColumn) fill(dst []any, stride, off, from, n int) {
-	for k := 0; k < n; k++ {
-		if c.nulls.has(from + k) {
-			dst[k*stride+off] = nil
-			continue
-		}
-		dst[k*stride+off] = c.vals[from+k]
-	}
-}
-
-func (c *floatColumn) bytes() int64 { return int64(len(c.vals))*8 + int64(len(c.nulls))*8 }
-
-type timeColumn struct {
-	vals  []time.Time
-	nulls bitmap
-}
-
-func (c *timeColumn) fill(dst []any, stride, off, from, n int) {
-	for k := 0; k < n; k++ {
-		if c.nulls.has(from + k) {
-			dst[k*stride+off] = nil
-			continue
-		}
-		dst[k*stride+off] = c.vals[from+k]
-	}
-}
-
-func (c *timeColumn) bytes() int64 {
-	return int64(len(c.vals))*int64(unsafe.Sizeof(time.Time{})) + int64(len(c.nulls))*8
+func (c *valueColumn[T]) bytes() int64 {
+	var zero T
+	return int64(len(c.vals))*int64(unsafe.Sizeof(zero)) + int64(len(c.nulls))*8
 }
 
 // nullCode is the dictionary code of NULL in a text column.
@@ -345,11 +314,11 @@ func (b *ColumnBuilder) appendInt64(v int64) error {
 func (b *ColumnBuilder) build() column {
 	switch b.col.Type {
 	case BigInt:
-		return &intColumn{vals: shrink(b.ints), nulls: b.nulls}
+		return &valueColumn[int64]{vals: shrink(b.ints), nulls: b.nulls}
 	case Double:
-		return &floatColumn{vals: shrink(b.flts), nulls: b.nulls}
+		return &valueColumn[float64]{vals: shrink(b.flts), nulls: b.nulls}
 	case Date, Datetime:
-		return &timeColumn{vals: shrink(b.times), nulls: b.nulls}
+		return &valueColumn[time.Time]{vals: shrink(b.times), nulls: b.nulls}
 	}
 	b.dict = nil
 	return &textColumn{codes: shrink(b.codes), dict: shrink(b.strs), size: b.size}
