@@ -38,8 +38,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql bench [--input FILE] [--runs N] [--cpuprofile FILE]")
 		fmt.Fprintln(stderr, "\nBuilds the table t(user_id, word) from the tokens of a corpus and times, in this process,")
-		fmt.Fprintln(stderr, "SELECT DP_SET_UNION(word, user_id) FROM t against SELECT COUNT(DISTINCT word) FROM t and")
-		fmt.Fprintln(stderr, "SELECT DISTINCT word FROM t. Timings on a shared machine are noisy; compare ratios.\n\nflags:")
+		fmt.Fprintln(stderr, "SELECT DP_SET_UNION(word, user_id) FROM t and an analyst's private SELECT DISTINCT word FROM t")
+		fmt.Fprintln(stderr, "against SELECT COUNT(DISTINCT word) FROM t and the plain SELECT DISTINCT word FROM t.")
+		fmt.Fprintln(stderr, "Timings on a shared machine are noisy; compare ratios.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
