@@ -31,6 +31,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
@@ -401,7 +402,7 @@ func StorageType(typ string) (storage.Type, error) {
 
 // protect makes a protected table report no row count (information schema,
 // SHOW TABLE STATUS, the optimiser) and serve rows to governed sessions
-// only inside a private release (planner.ScanGuard, behind the planner's
+// only inside a private release (release.ScanGuard, behind the planner's
 // own guard).
 func protect(p *storage.Provider, gov *governance.Governor, t governance.ProtectedTable) error {
 	db, ok := p.Lookup(t.Database)
@@ -415,7 +416,7 @@ func protect(p *storage.Provider, gov *governance.Governor, t governance.Protect
 	if !slices.ContainsFunc(tbl.Columns(), func(c storage.Column) bool { return strings.EqualFold(c.Name, t.PrivacyUnit) }) {
 		return fmt.Errorf("protected table %s.%s: privacy unit %s is not a column", t.Database, t.Table, t.PrivacyUnit)
 	}
-	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts).WithScanGuard(planner.ScanGuard(gov, db.Name(), tbl.Name())))
+	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts).WithScanGuard(release.ScanGuard(gov, db.Name(), tbl.Name())))
 	return nil
 }
 
