@@ -305,6 +305,23 @@ func (m *likeMatcher) match(s string) bool {
 	return j == len(p)
 }
 
+// LikeCost is the work per character of the string of matching it against
+// pattern with Like: 1 plus the longest run of pattern characters between
+// two %. The two-pointer algorithm only returns to the last % seen, so a
+// segment is matched at most once per character of the string.
+func LikeCost(pattern string) int {
+	longest, run := 0, 0
+	for _, r := range pattern {
+		if r == '%' {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	return longest + 1
+}
+
 // ReplaceLike is the pre-analyzer rule that puts Like in the place of every
 // go-mysql-server LIKE of a plan (see Like for why).
 func ReplaceLike(_ *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {

@@ -72,6 +72,34 @@ type unit struct {
 	expr  sql.Expression
 	out   int   // scratch index of its value
 	reads []int // scratch indexes of the columns and slots it reads
+	match *matchWork
+}
+
+// matchWork is the work of a matcher unit: the size of its string times
+// cost(pattern). Each operand is a scratch index, or a constant (index -1).
+type matchWork struct {
+	text, pattern       int
+	textConst, patConst any
+	cost                func(string) int
+	constCost           int // cost of a constant pattern
+}
+
+// work returns the unit's work on scratch s.
+func (m *matchWork) work(s sql.Row, limit int) int {
+	text := m.textConst
+	if m.text >= 0 {
+		text = s[m.text]
+	}
+	c := m.constCost
+	if m.pattern >= 0 {
+		p, _ := s[m.pattern].(string)
+		c = m.cost(p)
+	}
+	n := size(text, limit)
+	if c > 0 && n > limit/c {
+		return limit + 1
+	}
+	return n * c
 }
 
 // failure is the scratch value of a call that failed (an error, or a value
@@ -292,12 +320,45 @@ func (c *compiler) unit(e sql.Expression) int {
 	ne := c.inner(e, reads, true)
 	out := c.p.width
 	c.p.width++
-	u := unit{expr: ne, out: out}
+	u := unit{expr: ne, out: out, match: c.matchWork(ne)}
 	for i := range reads {
 		u.reads = append(u.reads, i)
 	}
 	c.p.units = append(c.p.units, u)
 	return out
+}
+
+// matchWork returns the work model of a matcher unit (nil for others).
+func (c *compiler) matchWork(e sql.Expression) *matchWork {
+	r := allowed[reflect.TypeOf(e)]
+	args := e.Children()
+	if r == nil || r.matchCost == nil || len(args) < 2 {
+		return nil
+	}
+	m := &matchWork{cost: r.matchCost}
+	operand := func(a sql.Expression) (int, any) {
+		switch x := a.(type) {
+		case *slot:
+			return x.idx, nil
+		case *expression.GetField:
+			return x.Index(), nil
+		}
+		sctx := sql.NewContext(context.Background(), sql.WithSession(newSession(c.ctx, c.p.lim.MaxValueBytes)))
+		v, _ := safeEval(sctx, a, nil)
+		if v != nil {
+			if s, _, err := types.LongText.Convert(sctx, v); err == nil {
+				v = s
+			}
+		}
+		return -1, v
+	}
+	m.text, m.textConst = operand(args[0])
+	m.pattern, m.patConst = operand(args[1])
+	if m.pattern < 0 {
+		p, _ := m.patConst.(string)
+		m.constCost = m.cost(p)
+	}
+	return m
 }
 
 // inner returns e as it appears inside the unit being built: the unit's own
@@ -418,6 +479,9 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 	work := 0
 	lim := ev.p.lim
 	for _, u := range ev.p.units {
+		if u.match != nil {
+			work += u.match.work(s, lim.MaxRowWork+1)
+		}
 		for _, i := range u.reads {
 			work += size(s[i], lim.MaxRowWork+1)
 		}

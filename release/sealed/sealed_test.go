@@ -304,3 +304,31 @@ func TestLimits(t *testing.T) {
 		t.Error("a small row was skipped")
 	}
 }
+
+// TestMatchWork: a LIKE's work is the string's length times the longest
+// segment of its pattern; a pattern that would make one row cost more than
+// MaxRowWork skips that row, a cheap one does not.
+func TestMatchWork(t *testing.T) {
+	ctx := newParent(t)
+	long := strings.Repeat("ab", 50<<10) // 100 KiB
+	costly := expression.NewLike(col("s"), str("%"+strings.Repeat("a", 64)+"%"), nil)
+	cheap := expression.NewLike(col("s"), str("%b%"), nil)
+	p, err := Compile(ctx, []sql.Expression{costly}, len(testSchema), Limits{MaxRowWork: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NewEvaluator(ctx).Row(sql.Row{long, nil, nil, nil, nil}) {
+		t.Error("100 KiB × 65 of work was not skipped")
+	}
+	p, err = Compile(ctx, []sql.Expression{cheap}, len(testSchema), Limits{MaxRowWork: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := p.NewEvaluator(ctx)
+	if !ev.Row(sql.Row{long, nil, nil, nil, nil}) {
+		t.Fatal("a cheap LIKE skipped the row")
+	}
+	if v, ok := ev.Value(0); !ok || v != true {
+		t.Errorf("LIKE '%%b%%' = %v, %v", v, ok)
+	}
+}

@@ -174,10 +174,14 @@ func New(o Options) (_ *Server, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
+	var popts []planner.PolicyOption
+	if fcfg.Rand != nil {
+		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
+	}
 	e, err := server.NewEngine(server.Config{
 		Provider:  p,
 		Functions: fcfg,
-		Rules:     append(planner.PolicyRules(gov), gov.Rules()...),
+		Rules:     append(planner.PolicyRules(gov, popts...), gov.Rules()...),
 	})
 	if err != nil {
 		return nil, err
