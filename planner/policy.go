@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -81,8 +82,15 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	if p.gov == nil || !p.gov.Governed(ctx) {
 		return n, transform.SameTree, nil
 	}
+	// One memo per statement: identical releases in it (go-mysql-server
+	// copies an aliased expression, subquery included, into two
+	// projections) are made and charged once.
+	ctx = ctx.WithContext(context.WithValue(ctx.Context, memoKey{}, map[string]*releaseResult{}))
 	return p.rewriteNode(ctx, n)
 }
+
+// memoKey keys the statement's release memo in the rewrite's context.
+type memoKey struct{}
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
@@ -261,7 +269,7 @@ func (p *policy) distinct(ctx *sql.Context, d *plan.Distinct) (*Release, []outpu
 			order = append(order, outputOrder{out: i, order: f.Order, nulls: f.NullOrdering})
 		}
 	}
-	r, err := p.newRelease(ctx, src, distinctRows, keys, out, nil, proj.Schema())
+	r, err := p.newRelease(ctx, src, distinctRows, keys, out, nil, proj.Schema(), proj.Projections)
 	return r, order, err
 }
 
@@ -337,7 +345,7 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 			}
 			calls = append(calls, su)
 		}
-		return p.newRelease(ctx, src, setUnions, nil, nil, calls, g.Schema())
+		return p.newRelease(ctx, src, setUnions, nil, nil, calls, g.Schema(), g.SelectedExprs)
 	}
 	keys := make([]sql.Expression, len(g.GroupByExprs))
 	for i, e := range g.GroupByExprs {
@@ -356,7 +364,7 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 			return nil, nil // an aggregate or a non-key column: the guard refuses
 		}
 	}
-	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema())
+	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema(), g.SelectedExprs)
 }
 
 func unalias(e sql.Expression) sql.Expression {
@@ -381,8 +389,19 @@ func sameExpr(a, b sql.Expression) bool {
 // newRelease binds the expressions of a release to the table's rows and
 // compiles its sealed scan: the allow-list refuses, before anything is
 // charged, what a release may not evaluate.
-func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema) (*Release, error) {
-	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd, done: &releaseResult{}}
+func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
+	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd}
+	// The output columns keep the column ids of the expressions they
+	// replace, so that the nodes above find them (ProjectedExprs).
+	for i, c := range schema {
+		id := sql.ColumnId(0)
+		if i < len(outputs) {
+			if ie, ok := outputs[i].(sql.IdExpression); ok {
+				id = ie.Id()
+			}
+		}
+		r.outputs = append(r.outputs, expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable))
+	}
 	tschema := src.table.Schema()
 	bind := func(e sql.Expression, what string) (release.Expr, error) {
 		b, err := bindToTable(src, tschema, e, what)
@@ -435,7 +454,33 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		return nil, err
 	}
 	r.scan = scan
+	r.done = &releaseResult{}
+	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
+		key := r.spec(filter, scanKeys)
+		if prev, ok := memo[key]; ok {
+			r.done = prev
+		} else {
+			memo[key] = r.done
+		}
+	}
 	return r, nil
+}
+
+// spec identifies a release within a statement: what it reads, how, and
+// with which options.
+func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%s.%s|%v|", r.mode, r.db, r.name, r.options())
+	if filter.E != nil {
+		b.WriteString(filter.E.String())
+	}
+	for _, k := range keys {
+		b.WriteString("|" + k.E.String())
+	}
+	for _, o := range r.out {
+		fmt.Fprintf(&b, ",%d", o)
+	}
+	return b.String()
 }
 
 // bindToTable rewrites e's column references to indexes of the table's

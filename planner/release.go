@@ -37,8 +37,9 @@ type Release struct {
 	// DP_SET_UNION: the bound calls, one per item key of the scan.
 	calls []*functions.SetUnion
 
-	schema sql.Schema
-	gov    release.Governor
+	schema  sql.Schema
+	outputs []sql.Expression // one column reference per output column, with its id
+	gov     release.Governor
 	rnd    func() *rand.Rand
 
 	// done keeps the released rows once computed: a node executed again
@@ -63,7 +64,14 @@ const (
 var (
 	_ sql.Node          = (*Release)(nil)
 	_ sql.ExecSourceRel = (*Release)(nil)
+	_ sql.Projector     = (*Release)(nil)
 )
+
+// ProjectedExprs implements sql.Projector: the release's output columns,
+// with the column ids of the expressions they replaced. Being a projector
+// also makes go-mysql-server prepend the outer scope's row to its rows in a
+// subquery, as it does for tables.
+func (r *Release) ProjectedExprs() []sql.Expression { return r.outputs }
 
 // Resolved implements sql.Node.
 func (r *Release) Resolved() bool { return true }
