@@ -230,3 +230,40 @@ func describe(e sql.Expression) string {
 	}
 	return s
 }
+
+// Markdown returns the allow-list as README's table: one row per group, the
+// SQL spellings, and the restrictions.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| group | functions and operators | restrictions |\n|---|---|---|\n")
+	type row struct {
+		names []string
+		notes []string
+	}
+	var order []string
+	rows := map[string]*row{}
+	for _, e := range entries {
+		if e.Group == "test" {
+			continue
+		}
+		r, ok := rows[e.Group]
+		if !ok {
+			r = &row{}
+			rows[e.Group] = r
+			order = append(order, e.Group)
+		}
+		r.names = append(r.names, e.Names...)
+		if e.Note != "" {
+			r.notes = append(r.notes, strings.Join(e.Names[:min(len(e.Names), 2)], "/")+": "+e.Note)
+		}
+	}
+	for _, g := range order {
+		r := rows[g]
+		names := make([]string, len(r.names))
+		for i, n := range r.names {
+			names[i] = "`" + strings.ReplaceAll(n, "|", `\|`) + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g, strings.Join(names, ", "), strings.ReplaceAll(strings.Join(r.notes, "; "), "|", `\|`))
+	}
+	return b.String()
+}
