@@ -42,8 +42,15 @@ type ServerConfig struct {
 	TLSConfig *tls.Config
 	// RequireSecureTransport refuses connections without TLS.
 	RequireSecureTransport bool
-	// MaxConnections limits concurrent clients (0: unlimited).
-	MaxConnections uint64
+	// Limits bound statements, accounts and connections (zero fields:
+	// DefaultLimits; MaxExecutionTime applies to governed users only).
+	Limits Limits
+	// Governed reports whether a user's statements are bounded in time
+	// (analysts); nil: none are.
+	Governed func(user string) bool
+	// IsAdmin reports whether a user may use the connections kept for
+	// administrators; nil: nobody.
+	IsAdmin func(user string) bool
 	// ConnReadTimeout closes connections idle that long and also bounds the
 	// time to the next row of a result (0: no limit, the default, since a
 	// release computes before its first row).
@@ -83,17 +90,21 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	if cfg.RequireSecureTransport && cfg.TLSConfig == nil {
 		return nil, fmt.Errorf("server: RequireSecureTransport needs a TLSConfig")
 	}
+	lim := cfg.Limits.WithDefaults()
+	var ic gms.InterceptorChain
+	ic.WithInterceptor(newStatementGuard(lim, cfg.Governed, nil))
 	gcfg := gms.Config{
 		Protocol:               "tcp",
 		Address:                cfg.Address,
 		Listener:               cfg.Listener,
 		Version:                MySQLVersion,
-		MaxConnections:         cfg.MaxConnections,
 		ConnReadTimeout:        cfg.ConnReadTimeout,
 		TLSConfig:              cfg.TLSConfig,
 		RequireSecureTransport: cfg.RequireSecureTransport,
-		// Unknown user names are refused like wrong passwords (1045).
-		ProtocolListenerFactory: uniformAuthListener,
+		// Unknown user names are refused like wrong passwords (1045);
+		// connections are kept within the limits.
+		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin)),
+		Options:                 []gms.Option{ic.Option()},
 	}
 	defaultDB := cfg.DefaultDatabaseFor
 	if defaultDB == nil {
