@@ -289,7 +289,7 @@ func TestRoundUp(t *testing.T) {
 			if y.Cmp(x) < 0 {
 				t.Fatalf("RoundUp(%s, %d) = %s is below", x.RatString(), prec, y.RatString())
 			}
-						diff, _ := new(big.Rat).Quo(new(big.Rat).Sub(y, x), x).Float64()
+			diff, _ := new(big.Rat).Quo(new(big.Rat).Sub(y, x), x).Float64()
 			if diff > math.Ldexp(1, 1-prec) {
 				t.Fatalf("RoundUp(%s, %d) = %s: relative excess %g", x.FloatString(10), prec, y.FloatString(10), diff)
 			}
