@@ -133,12 +133,12 @@ type Options struct {
 
 // Default values of Defaults.
 const (
-	DefaultEpsilon             = setunion.DefaultEpsilon
-	DefaultDelta               = setunion.DefaultDelta
+	DefaultEpsilon              = setunion.DefaultEpsilon
+	DefaultDelta                = setunion.DefaultDelta
 	DefaultMaxGroupsContributed = 10
-	DefaultMaxRowsPerGroup     = 1
-	DefaultSelectionShare      = 0.5
-	DefaultSelectionDeltaShare = 0.5
+	DefaultMaxRowsPerGroup      = 1
+	DefaultSelectionShare       = 0.5
+	DefaultSelectionDeltaShare  = 0.5
 )
 
 // Defaults returns ε = 1, δ = 1e-6, Δ0 = 10, m = 1, automatic noise, half of
