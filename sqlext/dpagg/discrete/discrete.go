@@ -43,6 +43,7 @@ import (
 	"math/big"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
 )
 
 // ErrOutOfRange reports a draw whose magnitude does not fit in an int64.
@@ -226,6 +227,15 @@ func (l *Laplace) PMF(y int64) float64 {
 	return (1 - p) / (1 + p) * math.Pow(p, math.Abs(float64(y)))
 }
 
+// CDF returns P(Y ≤ y): p^(−y)/(1 + p) below 0, 1 − p^(y+1)/(1 + p) from 0.
+func (l *Laplace) CDF(y int64) float64 {
+	p := l.ratio()
+	if y < 0 {
+		return math.Pow(p, -float64(y)) / (1 + p)
+	}
+	return 1 - math.Pow(p, float64(y)+1)/(1+p)
+}
+
 // Variance returns Var(Y) = 2p/(1 − p)².
 func (l *Laplace) Variance() float64 {
 	p := l.ratio()
@@ -261,6 +271,9 @@ type Gaussian struct {
 	den    *big.Int // 2·p·q·t²
 	qt     *big.Int // q·t
 	sigma2 *big.Rat
+
+	normOnce sync.Once
+	normVal  float64
 }
 
 // NewGaussian returns N_Z(0, σ²) for rational σ² > 0 with σ < 2^62.
@@ -359,18 +372,46 @@ func (g *Gaussian) sigma() float64 {
 	return math.Sqrt(s2)
 }
 
-// norm returns Σ_z e^(−z²/(2σ²)).
+// norm returns Σ_z e^(−z²/(2σ²)), computed once.
 func (g *Gaussian) norm() float64 {
+	g.normOnce.Do(func() {
+		s := g.sigma()
+		if s > exactSumLimit {
+			g.normVal = s * math.Sqrt(2*math.Pi)
+			return
+		}
+		s2 := s * s
+		total := 1.0
+		for z := 1.0; z <= 40*s+10; z++ {
+			total += 2 * math.Exp(-z*z/(2*s2))
+		}
+		g.normVal = total
+	})
+	return g.normVal
+}
+
+// CDF returns P(Y ≤ y), summed for σ ≤ 20,000 (O(|y| + σ) terms) and from
+// the continuous normal with a continuity correction above.
+func (g *Gaussian) CDF(y int64) float64 {
 	s := g.sigma()
 	if s > exactSumLimit {
-		return s * math.Sqrt(2*math.Pi)
+		return 0.5 * math.Erfc(-(float64(y)+0.5)/(s*math.Sqrt2))
+	}
+	// Sum the smaller side: P(Y ≤ y) for y < 0, else 1 − P(Y ≤ −y−1).
+	neg := y < 0
+	if !neg {
+		y = -y - 1
 	}
 	s2 := s * s
-	total := 1.0
-	for z := 1.0; z <= 40*s+10; z++ {
-		total += 2 * math.Exp(-z*z/(2*s2))
+	tail := 0.0
+	for z := float64(y); z >= -(40*s + 10); z-- {
+		tail += math.Exp(-z * z / (2 * s2))
 	}
-	return total
+	tail /= g.norm()
+	if neg {
+		return tail
+	}
+	return 1 - tail
 }
 
 // PMF returns P(Y = y), evaluated in floating point (for tests and reports;

@@ -142,13 +142,7 @@ func TestLaplaceGoodnessOfFit(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := float64(sc.num) / float64(sc.den)
-		p := math.Exp(-1 / b)
-		cdf := func(y int64) float64 { // P(Y ≤ y)
-			if y < 0 {
-				return math.Pow(p, float64(-y)) / (1 + p)
-			}
-			return 1 - math.Pow(p, float64(y+1))/(1+p)
-		}
+		cdf := l.CDF
 		samples := sampleN(t, 200_000, func() (int64, error) { return l.Sample(r) })
 		width := max(int64(1), int64(b/4))
 		obs, exp := binned(samples, cdf, width, int64(8*b)+2)
@@ -195,23 +189,7 @@ func TestGaussianGoodnessOfFit(t *testing.T) {
 		}
 		sf, _ := s2.Float64()
 		sigma := math.Sqrt(sf)
-		var cdf func(y int64) float64
-		if sigma <= exactSumLimit {
-			cache := map[int64]float64{}
-			cdf = func(y int64) float64 {
-				if v, ok := cache[y]; ok {
-					return v
-				}
-				c := 0.0
-				for z := int64(-40*sigma) - 10; z <= y; z++ {
-					c += g.PMF(z)
-				}
-				cache[y] = c
-				return c
-			}
-		} else {
-			cdf = func(y int64) float64 { return 0.5 * math.Erfc(-(float64(y)+0.5)/(sigma*math.Sqrt2)) }
-		}
+		cdf := g.CDF
 		samples := sampleN(t, 200_000, func() (int64, error) { return g.Sample(r) })
 		width := max(int64(1), int64(sigma/4))
 		obs, exp := binned(samples, cdf, width, int64(5*sigma)+2)
@@ -250,6 +228,24 @@ func TestHalfWidth(t *testing.T) {
 	}
 	if w < 9 || w > 10 { // ≈ 1.96·5
 		t.Errorf("Gaussian σ=5 half-width %d, want about 9.8", w)
+	}
+}
+
+// TestCDF: the CDFs agree with the summed PMFs, on both sides of 0.
+func TestCDF(t *testing.T) {
+	l, _ := NewLaplace(37, 10)
+	g, _ := NewGaussian(big.NewRat(5, 2))
+	for _, d := range []struct {
+		name     string
+		pmf, cdf func(int64) float64
+	}{{"Laplace", l.PMF, l.CDF}, {"Gaussian", g.PMF, g.CDF}} {
+		c := 0.0
+		for y := int64(-200); y <= 40; y++ {
+			c += d.pmf(y)
+			if y >= -40 && math.Abs(c-d.cdf(y)) > 1e-12 {
+				t.Fatalf("%s: CDF(%d) = %v, summed PMF %v", d.name, y, d.cdf(y), c)
+			}
+		}
 	}
 }
 
