@@ -110,6 +110,11 @@ const (
 	rowGridBits = 10
 )
 
+// maxScaleUnits bounds every noise scale (b or σ, in units of g) so that a
+// draw leaves the int64 range with probability below e^(−2^63/2^50) =
+// e^(−8192).
+const maxScaleUnits = 1 << 50
+
 // Calibrate validates o and computes its plan. Nothing here touches data.
 //
 // Budget: key selection gets ε_s = SelectionShare·ε and δ_s (all of δ with
@@ -270,6 +275,13 @@ func Calibrate(o Options) (*Plan, error) {
 			return nil, fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
 		}
 	}
+	for _, s := range stats {
+		if units := s.Scale / s.Granularity; units > maxScaleUnits {
+			return nil, fmt.Errorf("the noise of %s (%s) would be %.3g units of its granularity, above 2^50: "+
+				"epsilon is too small for these bounds (raise epsilon, or lower max_groups_contributed, max_rows_per_group or the clamping bounds)",
+				s.kind, s.Name, units)
+		}
+	}
 	for i := range p.Aggregates {
 		a := &p.Aggregates[i]
 		w := 0.0
@@ -303,6 +315,50 @@ func autoNoise(stats []*StatPlan, totalW *big.Rat, d0, epsAgg, deltaAgg float64)
 		return Gaussian
 	}
 	return Laplace
+}
+
+// Lines renders the plan for people: one line for the budget split and the
+// key selection, one per aggregate (and per statistic of AVG), with the noise
+// scale and the half-width of a 95 % interval. EXPLAIN and `dpsql params`
+// can print them as they are.
+func (p *Plan) Lines() []string {
+	sel := p.Selection
+	out := []string{
+		fmt.Sprintf("release: epsilon=%g delta=%g, max_groups_contributed=%d, max_rows_per_group=%d",
+			p.Epsilon, p.Delta, p.MaxGroupsContributed, p.MaxRowsPerGroup),
+		fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
+			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho),
+	}
+	if len(p.Aggregates) == 0 {
+		return out
+	}
+	agg := fmt.Sprintf("aggregates: epsilon=%g delta=%g, discrete %s noise", p.AggregatesEpsilon, p.AggregatesDelta, p.Noise)
+	if p.Noise == Gaussian {
+		agg += fmt.Sprintf(" (zCDP rho=%.4g; sigma per unit of l2 sensitivity %.4g, analytic Gaussian %.4g)", p.Rho, p.UnitSigma, p.AnalyticUnitSigma)
+	}
+	out = append(out, agg)
+	scale := "b"
+	if p.Noise == Gaussian {
+		scale = "sigma"
+	}
+	for _, a := range p.Aggregates {
+		name := string(a.Kind)
+		if a.Kind.clamped() {
+			name += fmt.Sprintf(" [%g, %g]", a.Lower, a.Upper)
+		}
+		for _, s := range a.Stats {
+			label := name
+			if a.Kind == Avg {
+				label += " " + s.Name
+			}
+			out = append(out, fmt.Sprintf("%s: share %.3g, sensitivity l1=%.4g l2=%.4g, %s=%.4g, stddev %.4g, 95%% interval ±%.4g, granularity %g",
+				label, a.Share, s.L1, s.L2, scale, s.Scale, s.StdDev, s.HalfWidth95, s.Granularity))
+		}
+		if a.Kind == Avg {
+			out = append(out, fmt.Sprintf("%s: mean = midpoint + noisy centred sum / noisy count; error about ±%.4g / count at 95%%", name, a.Stats[1].HalfWidth95))
+		}
+	}
+	return out
 }
 
 // countStat is a count with per-key contribution c (an integer) and weight w.

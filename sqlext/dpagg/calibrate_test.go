@@ -243,6 +243,7 @@ func TestValidateRejects(t *testing.T) {
 		{mut(func(o *Options) { o.Aggregates[1].Upper = math.Inf(1) }), "clamping bounds"},
 		{mut(func(o *Options) { o.Aggregates[0].Kind = "median" }), "unknown aggregate"},
 		{mut(func(o *Options) { o.Aggregates[0].Weight = -1 }), "weight"},
+		{mut(func(o *Options) { o.Epsilon = 1e-6; o.MaxGroupsContributed = 1000; o.Noise = Laplace }), "above 2^50"},
 	}
 	for _, c := range cases {
 		_, err := Calibrate(c.o)
@@ -253,6 +254,27 @@ func TestValidateRejects(t *testing.T) {
 	o := mut(func(o *Options) { o.Mechanism = setunion.SingleItem; o.MaxGroupsContributed = 1 })
 	if _, err := Calibrate(o); err != nil {
 		t.Errorf("single_item with Δ0 = 1: %v", err)
+	}
+}
+
+// TestLines: the rendering names the threshold and every aggregate's scale
+// and interval.
+func TestLines(t *testing.T) {
+	o := Defaults()
+	o.Aggregates = aggs(CountRows, Avg)
+	p, err := Calibrate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := p.Lines()
+	for _, l := range lines {
+		t.Log(l)
+	}
+	text := strings.Join(lines, "\n")
+	for _, want := range []string{"exceeds", "count: share", "avg [-3, 50] normalized_sum", "95% interval", "/ count"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rendering lacks %q", want)
+		}
 	}
 }
 

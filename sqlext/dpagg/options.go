@@ -135,19 +135,21 @@ type Options struct {
 const (
 	DefaultEpsilon              = setunion.DefaultEpsilon
 	DefaultDelta                = setunion.DefaultDelta
-	DefaultMaxGroupsContributed = 10
+	DefaultMaxGroupsContributed = setunion.DefaultMaxItems
 	DefaultMaxRowsPerGroup      = 1
 	DefaultSelectionShare       = 0.5
 	DefaultSelectionDeltaShare  = 0.5
 )
 
-// Defaults returns ε = 1, δ = 1e-6, Δ0 = 10, m = 1, automatic noise, half of
-// ε (and, with Gaussian aggregates, of δ) for key selection with
-// setunion.DefaultMechanism, and no aggregates.
+// Defaults returns ε = 1, δ = 1e-6, Δ0 = 100 (as a private DISTINCT), m = 1,
+// automatic noise, half of ε (and, with Gaussian aggregates, of δ) for key
+// selection with setunion.DefaultMechanism, and no aggregates.
 //
-// Δ0 = 10 rather than the DISTINCT default of 100: the aggregates' noise
-// grows as Δ0 (Laplace) or √Δ0 (Gaussian), while most users of the shared
-// corpora hold few keys (median 18 words per user on git_python_ecosystem).
+// Δ0 trades noise (∝ √Δ0 for Gaussian) against bounding bias. On the words of
+// git_python_ecosystem at ε = 1 (TestCorpusWordCounts) Δ0 = 100 released 392
+// of the 2001 words held by ≥ 100 users, with a median relative error of
+// COUNT(DISTINCT user) against the raw truth of 0.31; Δ0 = 10 released 226
+// with 0.79, its smaller noise swamped by the users' dropped words.
 func Defaults() Options {
 	return Options{
 		Epsilon:              DefaultEpsilon,

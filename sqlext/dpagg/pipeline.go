@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -43,6 +44,7 @@ type Pipeline struct {
 	userNames []string
 	keyIdx    map[string]uint32
 	keyNames  []string
+	keyBytes  [][]byte // keyNames[k] as bytes, for setunion.Builder.AddID
 	// lists[u] holds user u's entries, stride words each: word 0 is
 	// key<<32 | rows (saturating), then the aggregates' words (see column).
 	lists [][]uint64
@@ -51,6 +53,9 @@ type Pipeline struct {
 	rows  int64
 	pairs int64 // distinct (user, key) pairs, set by group
 	done  bool
+	tot   totals // the release's pre-noise totals, kept for tests
+
+	order, scratch []uint64 // compaction buffers
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -131,6 +136,7 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 		name := string(key)
 		p.keyIdx[name] = k
 		p.keyNames = append(p.keyNames, name)
+		p.keyBytes = append(p.keyBytes, []byte(name))
 		p.last = append(p.last, lastSeen{u: noUser})
 	}
 	p.rows++
@@ -185,44 +191,35 @@ func (p *Pipeline) entry(u, k uint32) []uint64 {
 	return l[pos*s : (pos+1)*s]
 }
 
-// strided sorts entries of stride words by key.
-type strided struct {
-	w      []uint64
-	stride int
-}
-
-func (x strided) Len() int           { return len(x.w) / x.stride }
-func (x strided) Less(i, j int) bool { return x.w[i*x.stride]>>32 < x.w[j*x.stride]>>32 }
-func (x strided) Swap(i, j int) {
-	a, b := x.w[i*x.stride:(i+1)*x.stride], x.w[j*x.stride:(j+1)*x.stride]
-	for t := range a {
-		a[t], b[t] = b[t], a[t]
-	}
-}
-
 // compact sorts a user's entries by key and merges duplicates: row counts
-// add (saturating at 2^32−1), non-NULL counts and exact sums add.
+// add (saturating at 2^32−1), non-NULL counts and exact sums add. It sorts
+// (key, position) words, then gathers the entries through p.scratch.
 func (p *Pipeline) compact(l []uint64) []uint64 {
 	s := p.stride
-	sort.Sort(strided{l, s})
-	out := 0
-	for i := 0; i < len(l)/s; i++ {
-		e := l[i*s : (i+1)*s]
-		if out > 0 {
-			prev := l[(out-1)*s : out*s]
-			if prev[0]>>32 == e[0]>>32 {
-				r := prev[0]&0xffffffff + e[0]&0xffffffff
-				prev[0] = prev[0]&^0xffffffff | min(r, 0xffffffff)
-				for t := 1; t < s; t++ {
-					prev[t] += e[t]
-				}
-				continue
-			}
-		}
-		copy(l[out*s:(out+1)*s], e)
-		out++
+	n := len(l) / s
+	order := p.order[:0]
+	for i := range n {
+		order = append(order, l[i*s]>>32<<32|uint64(i))
 	}
-	return l[: out*s : out*s]
+	slices.Sort(order)
+	p.order = order
+	out := p.scratch[:0]
+	for _, o := range order {
+		e := l[int(uint32(o))*s:][:s]
+		if m := len(out); m > 0 && out[m-s]>>32 == e[0]>>32 {
+			prev := out[m-s : m]
+			r := prev[0]&0xffffffff + e[0]&0xffffffff
+			prev[0] = prev[0]&^0xffffffff | min(r, 0xffffffff)
+			for t := 1; t < s; t++ {
+				prev[t] += e[t]
+			}
+			continue
+		}
+		out = append(out, e...)
+	}
+	p.scratch = out
+	l = l[:copy(l, out)]
+	return l
 }
 
 // group compacts every user's list and counts the pairs.
@@ -352,10 +349,18 @@ func (p *Pipeline) Release(rng *rand.Rand) (*Result, error) {
 		return nil, err
 	}
 	d0 := p.plan.MaxGroupsContributed
+	cur, bu := noUser, uint32(0) // the builder's id of the current user
 	tot := p.bound(
 		func(_ uint32, idx []int32) []int32 { return securerand.SampleInPlace(rng, idx, d0) },
-		func(u, k uint32) { b.Add(p.userNames[u], p.keyNames[k]) },
+		func(u, k uint32) {
+			if u != cur {
+				cur, bu = u, 0
+				bu, _ = b.UserID([]byte(p.userNames[u]))
+			}
+			b.AddID(bu, p.keyBytes[k])
+		},
 	)
+	p.tot = tot
 	sel := b.Release(rng)
 	res := &Result{Stats: sel.Stats}
 	res.Stats.Occurrences = p.rows

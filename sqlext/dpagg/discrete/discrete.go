@@ -214,46 +214,47 @@ func (l *Laplace) Scale() *big.Rat { return new(big.Rat).Set(l.scale) }
 // Sample draws one value.
 func (l *Laplace) Sample(r *rand.Rand) (int64, error) { return laplace64(r, l.t, l.s) }
 
-// ratio returns p = e^(−1/b).
-func (l *Laplace) ratio() float64 {
-	b, _ := l.scale.Float64()
-	return math.Exp(-1 / b)
+// params returns b, p = e^(−1/b) and 1 − p, the last through expm1 so that
+// it keeps its digits when b is large (p rounds to 1 from b ≈ 2^53 on).
+func (l *Laplace) params() (b, p, q float64) {
+	b, _ = l.scale.Float64()
+	return b, math.Exp(-1 / b), -math.Expm1(-1 / b)
 }
 
-// PMF returns P(Y = y), evaluated in floating point (for tests and reports;
-// sampling never uses it).
+// PMF returns P(Y = y) = (1 − p)/(1 + p)·e^(−|y|/b), evaluated in floating
+// point (for tests and reports; sampling never uses it).
 func (l *Laplace) PMF(y int64) float64 {
-	p := l.ratio()
-	return (1 - p) / (1 + p) * math.Pow(p, math.Abs(float64(y)))
+	b, p, q := l.params()
+	return q / (1 + p) * math.Exp(-math.Abs(float64(y))/b)
 }
 
-// CDF returns P(Y ≤ y): p^(−y)/(1 + p) below 0, 1 − p^(y+1)/(1 + p) from 0.
+// CDF returns P(Y ≤ y): e^(y/b)/(1 + p) below 0, 1 − e^(−(y+1)/b)/(1 + p)
+// from 0.
 func (l *Laplace) CDF(y int64) float64 {
-	p := l.ratio()
+	b, p, _ := l.params()
 	if y < 0 {
-		return math.Pow(p, -float64(y)) / (1 + p)
+		return math.Exp(float64(y)/b) / (1 + p)
 	}
-	return 1 - math.Pow(p, float64(y)+1)/(1+p)
+	return 1 - math.Exp(-(float64(y)+1)/b)/(1+p)
 }
 
 // Variance returns Var(Y) = 2p/(1 − p)².
 func (l *Laplace) Variance() float64 {
-	p := l.ratio()
-	return 2 * p / ((1 - p) * (1 - p))
+	_, p, q := l.params()
+	return 2 * p / (q * q)
 }
 
 // HalfWidth returns the smallest integer w with P(|Y| ≤ w) ≥ level, from
-// P(|Y| > w) = 2p^(w+1)/(1 + p).
+// P(|Y| > w) = 2e^(−(w+1)/b)/(1 + p): w = ⌈b·ln(2/((1 − level)(1 + p)))⌉ − 1,
+// checked against its neighbours.
 func (l *Laplace) HalfWidth(level float64) int64 {
-	p := l.ratio()
-	// p^(w+1) ≤ (1 − level)(1 + p)/2  ⇔  w + 1 ≥ ln(·)/ln p.
-	w := math.Ceil(math.Log((1-level)*(1+p)/2)/math.Log(p)) - 1
-	w = max(w, 0)
-	// Guard the float evaluation: step to the exact smallest w.
-	for w > 0 && 1-2*math.Pow(p, w)/(1+p) >= level {
+	b, p, _ := l.params()
+	mass := func(w float64) float64 { return 1 - 2*math.Exp(-(w+1)/b)/(1+p) }
+	w := max(math.Ceil(b*math.Log(2/((1-level)*(1+p))))-1, 0)
+	for i := 0; i < 4 && w > 0 && mass(w-1) >= level; i++ {
 		w--
 	}
-	for 1-2*math.Pow(p, w+1)/(1+p) < level {
+	for i := 0; i < 4 && mass(w) < level; i++ {
 		w++
 	}
 	return int64(w)

@@ -249,6 +249,25 @@ func TestCDF(t *testing.T) {
 	}
 }
 
+// TestLaplaceHugeScale: the float helpers stay finite and right where
+// p = e^(−1/b) rounds to 1.
+func TestLaplaceHugeScale(t *testing.T) {
+	l, err := NewLaplace(1<<60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := math.Ldexp(1, 60)
+	if v := l.Variance(); math.Abs(v/(2*b*b)-1) > 1e-9 {
+		t.Errorf("variance %v, want 2b² = %v", v, 2*b*b)
+	}
+	if w, want := float64(l.HalfWidth(0.95)), b*math.Log(20); math.Abs(w/want-1) > 1e-9 {
+		t.Errorf("half-width %v, want b·ln 20 = %v", w, want)
+	}
+	if c := l.CDF(0); math.Abs(c-0.5) > 1e-9 {
+		t.Errorf("CDF(0) = %v", c)
+	}
+}
+
 // TestOutOfRange: a scale near 2^62 overflows int64 on a few percent of
 // draws; those return ErrOutOfRange, never a wrapped value.
 func TestOutOfRange(t *testing.T) {
