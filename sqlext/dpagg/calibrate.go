@@ -93,21 +93,24 @@ type StatPlan struct {
 	StdDev      float64 `json:"stddev"`
 	HalfWidth95 float64 `json:"half_width_95"`
 
-	kind    Kind
-	rowGrid float64 // h = g/2^10: rows are accumulated exactly in units of h
-	weight  float64
-	lap     *discrete.Laplace
-	gau     *discrete.Gaussian
+	kind     Kind
+	rowBound float64 // sums: the largest |value| of one row (centred for AVG)
+	rowGrid  float64 // h: rows are accumulated exactly in units of h
+	weight   float64
+	lap      *discrete.Laplace
+	gau      *discrete.Gaussian
 }
 
 // Grid constants. A sum's granularity g is the power of two with
-// c/g ∈ (2^19, 2^20], so rounding each contribution to g raises the
-// sensitivity by less than 2^−19 relative; rows are summed exactly in units
-// of h = g/2^10, so a row is at most 2^30 units and an int64 holds the sum
-// of 2^33 rows.
+// c/g ∈ (2^(k−1), 2^k], k = maxUnitsBits unless the noise scale would then
+// exceed 2^49 units (then smaller, down to minUnitsBits), so rounding each
+// contribution to g raises the sensitivity by less than 2^(1−k) relative.
+// Rows are summed exactly in units of h, the power of two with
+// rowBound/h ∈ (2^29, 2^30], so an int64 holds the sum of 2^33 rows.
 const (
-	unitsBits   = 20
-	rowGridBits = 10
+	maxUnitsBits = 30
+	minUnitsBits = 10
+	rowGridBits  = 30
 )
 
 // maxScaleUnits bounds every noise scale (b or σ, in units of g) so that a
@@ -162,9 +165,11 @@ func Calibrate(o Options) (*Plan, error) {
 		case CountUnits:
 			ap.Stats = []StatPlan{countStat(1, w)}
 		case Sum:
-			ap.Stats = []StatPlan{sumStat("sum", m*max(math.Abs(a.Lower), math.Abs(a.Upper)), w)}
+			b := max(math.Abs(a.Lower), math.Abs(a.Upper))
+			ap.Stats = []StatPlan{sumStat("sum", m*b, b, w)}
 		case Avg:
-			ap.Stats = []StatPlan{countStat(m, w/2), sumStat("normalized_sum", m*((a.Upper-a.Lower)/2), w/2)}
+			b := (a.Upper - a.Lower) / 2
+			ap.Stats = []StatPlan{countStat(m, w/2), sumStat("normalized_sum", m*b, b, w/2)}
 		}
 		for i := range ap.Stats {
 			ap.Stats[i].kind = a.Kind
@@ -177,7 +182,6 @@ func Calibrate(o Options) (*Plan, error) {
 			stats = append(stats, &p.Aggregates[i].Stats[j])
 		}
 	}
-	p.finishSensitivities()
 
 	// Budget split.
 	epsSel, deltaSel := o.Epsilon, o.Delta
@@ -213,6 +217,7 @@ func Calibrate(o Options) (*Plan, error) {
 		for _, s := range stats {
 			// ε_i = w_i/W·ε_a and b_i = Δ0·Units/ε_i, exactly, then rounded up.
 			epsI := new(big.Rat).Mul(epsAgg, new(big.Rat).Quo(exactRat(s.weight), totalW))
+			s.fitGrid(d0 / ratFloorFloat(epsI)) // b = (Δ0/ε_i)·Units
 			b := new(big.Rat).SetInt64(int64(o.MaxGroupsContributed) * s.Units)
 			b.Quo(b, epsI)
 			// Scales below 2^−32 (noise 0 except with probability
@@ -220,6 +225,9 @@ func Calibrate(o Options) (*Plan, error) {
 			// sampler's 63-bit words; raising a scale only adds privacy.
 			if floor := new(big.Rat).SetFrac64(1, 1<<32); b.Cmp(floor) < 0 {
 				b = floor
+			}
+			if bf, _ := b.Float64(); bf > maxScaleUnits {
+				return nil, s.tooLarge(bf)
 			}
 			l, err := discrete.NewLaplaceRat(discrete.RoundUp(b, 30))
 			if err != nil {
@@ -250,12 +258,16 @@ func Calibrate(o Options) (*Plan, error) {
 		for _, s := range stats {
 			wf, _ := new(big.Rat).Quo(exactRat(s.weight), totalW).Float64()
 			rhoI := wf * rho * (1 - 1e-9)
+			s.fitGrid(math.Sqrt(d0 / (2 * rhoI))) // σ = √(Δ0/(2ρ_i))·Units
 			// σ² = Δ0·Units²/(2ρ_i) in units of g², exactly from the floats.
 			num := new(big.Int).SetInt64(s.Units)
 			num.Mul(num, num)
 			num.Mul(num, big.NewInt(int64(o.MaxGroupsContributed)))
 			s2 := new(big.Rat).SetInt(num)
 			s2.Quo(s2, new(big.Rat).Mul(big.NewRat(2, 1), exactRat(rhoI)))
+			if sf, _ := s2.Float64(); math.Sqrt(sf) > maxScaleUnits {
+				return nil, s.tooLarge(math.Sqrt(sf))
+			}
 			g, err := discrete.NewGaussian(discrete.RoundUp(s2, 48))
 			if err != nil {
 				return nil, fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
@@ -275,11 +287,10 @@ func Calibrate(o Options) (*Plan, error) {
 			return nil, fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
 		}
 	}
+	p.finishSensitivities()
 	for _, s := range stats {
 		if units := s.Scale / s.Granularity; units > maxScaleUnits {
-			return nil, fmt.Errorf("the noise of %s (%s) would be %.3g units of its granularity, above 2^50: "+
-				"epsilon is too small for these bounds (raise epsilon, or lower max_groups_contributed, max_rows_per_group or the clamping bounds)",
-				s.kind, s.Name, units)
+			return nil, s.tooLarge(units)
 		}
 	}
 	for i := range p.Aggregates {
@@ -361,24 +372,56 @@ func (p *Plan) Lines() []string {
 	return out
 }
 
+// tooLarge is the error for a noise scale above 2^50 units.
+func (s *StatPlan) tooLarge(units float64) error {
+	return fmt.Errorf("the noise of %s (%s) would be %.3g units of its granularity, above 2^50: "+
+		"epsilon is too small for these bounds (raise epsilon, or lower max_groups_contributed, max_rows_per_group or the clamping bounds)",
+		s.kind, s.Name, units)
+}
+
 // countStat is a count with per-key contribution c (an integer) and weight w.
 func countStat(c, w float64) StatPlan {
 	return StatPlan{Name: "count", Contribution: c, Granularity: 1, Units: int64(c), weight: w}
 }
 
-// sumStat is a sum with per-key contribution c > 0 and weight w: the
-// granularity g is the power of two with c/g ∈ (2^19, 2^20].
-func sumStat(name string, c, w float64) StatPlan {
-	frac, exp := math.Frexp(c) // c = frac·2^exp, frac ∈ [0.5, 1)
-	e := exp                   // ⌈log2 c⌉
+// sumStat is a sum with per-key contribution c > 0, per-row bound
+// rowBound > 0 and weight w, on the finest grid (fitGrid may coarsen it).
+func sumStat(name string, c, rowBound, w float64) StatPlan {
+	s := StatPlan{Name: name, Contribution: c, rowBound: rowBound, weight: w,
+		rowGrid: math.Ldexp(1, ceilLog2(rowBound)-rowGridBits)}
+	s.setGrid(maxUnitsBits)
+	return s
+}
+
+// ceilLog2 returns ⌈log2 x⌉ for x > 0.
+func ceilLog2(x float64) int {
+	frac, exp := math.Frexp(x) // x = frac·2^exp, frac ∈ [0.5, 1)
 	if frac == 0.5 {
-		e = exp - 1
+		return exp - 1
 	}
-	g := math.Ldexp(1, e-unitsBits)
-	return StatPlan{
-		Name: name, Contribution: c, Granularity: g, Units: int64(math.Ceil(c / g)), weight: w,
-		rowGrid: math.Ldexp(g, -rowGridBits),
+	return exp
+}
+
+// setGrid sets g = 2^(⌈log2 c⌉ − k), so that c/g ∈ (2^(k−1), 2^k], and
+// Units = ⌈c/g⌉.
+func (s *StatPlan) setGrid(k int) {
+	s.Granularity = math.Ldexp(1, ceilLog2(s.Contribution)-k)
+	s.Units = int64(math.Ceil(s.Contribution / s.Granularity))
+}
+
+// fitGrid coarsens a sum's grid when its noise scale, mult·Units units,
+// would exceed 2^49 with the finest grid: the largest k ≤ maxUnitsBits with
+// mult·2^k ≤ 2^49, but not below minUnitsBits (Calibrate then refuses scales
+// above 2^50). Counts keep g = 1.
+func (s *StatPlan) fitGrid(mult float64) {
+	if s.Name == "count" {
+		return
 	}
+	k := maxUnitsBits
+	if l := math.Log2(mult); 49-l < float64(k) {
+		k = max(int(math.Floor(49-l)), minUnitsBits)
+	}
+	s.setGrid(k)
 }
 
 // finishSensitivities fills L1 and L2 from Δ0, Units and g.

@@ -173,8 +173,8 @@ func TestSensitivities(t *testing.T) {
 				t.Errorf("%s stat %d: contribution %v, want %v", a.Kind, j, s.Contribution, want[i][j])
 			}
 			ratio := s.Contribution / s.Granularity
-			if s.Name != "count" && !(ratio > 1<<19 && ratio <= 1<<20) {
-				t.Errorf("%s: c/g = %v outside (2^19, 2^20]", a.Kind, ratio)
+			if s.Name != "count" && !(ratio > 1<<29 && ratio <= 1<<30) {
+				t.Errorf("%s: c/g = %v outside (2^29, 2^30]", a.Kind, ratio)
 			}
 			if got := float64(s.Units) * s.Granularity; got < s.Contribution || got > s.Contribution+s.Granularity {
 				t.Errorf("%s: Units·g = %v for c = %v", a.Kind, got, s.Contribution)
@@ -183,6 +183,28 @@ func TestSensitivities(t *testing.T) {
 				t.Errorf("%s: L1 %v L2 %v", a.Kind, s.L1, s.L2)
 			}
 		}
+	}
+}
+
+// TestGridCoarsensForHugeNoise: when the finest grid would put the noise
+// scale above 2^49 units, the grid coarsens (never below c·2^−10) and the
+// scale fits.
+func TestGridCoarsensForHugeNoise(t *testing.T) {
+	o := Defaults()
+	o.Epsilon = 0.01
+	o.MaxGroupsContributed = 100_000
+	o.Noise = Laplace
+	o.Aggregates = []Aggregate{{Kind: Sum, Lower: 0, Upper: 1}}
+	p, err := Calibrate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Aggregates[0].Stats[0]
+	units := s.Scale / s.Granularity
+	ratio := s.Contribution / s.Granularity
+	t.Logf("c/g = 2^%.1f, scale %.3g units", math.Log2(ratio), units)
+	if units > 1<<50 || ratio >= 1<<30 || ratio < 1<<9 {
+		t.Errorf("c/g = %v, scale %v units", ratio, units)
 	}
 }
 
@@ -243,7 +265,12 @@ func TestValidateRejects(t *testing.T) {
 		{mut(func(o *Options) { o.Aggregates[1].Upper = math.Inf(1) }), "clamping bounds"},
 		{mut(func(o *Options) { o.Aggregates[0].Kind = "median" }), "unknown aggregate"},
 		{mut(func(o *Options) { o.Aggregates[0].Weight = -1 }), "weight"},
-		{mut(func(o *Options) { o.Epsilon = 1e-6; o.MaxGroupsContributed = 1000; o.Noise = Laplace }), "above 2^50"},
+		{mut(func(o *Options) {
+			o.Epsilon, o.MaxGroupsContributed, o.MaxRowsPerGroup, o.Noise = 1e-6, 1_000_000, 1<<20, Laplace
+		}), "above 2^50"},
+		{mut(func(o *Options) {
+			o.Epsilon, o.MaxGroupsContributed, o.MaxRowsPerGroup, o.Noise = 1e-3, 1_000_000, 1<<20, Laplace
+		}), "above 2^50"},
 	}
 	for _, c := range cases {
 		_, err := Calibrate(c.o)

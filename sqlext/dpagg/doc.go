@@ -104,22 +104,27 @@
 // sums. A user's contribution may be computed with float operations (clamp,
 // centre, the mean when rows exceed m), but from integers that depend only on
 // the user's own rows — the rows' clamped values are summed exactly on a row
-// grid h = g/2^10, so their order does not matter (TestOrderIndependence) —
-// and it is rounded to an integer number of g and clamped to ±U_i, so the
-// sensitivity holds whatever the rounding did. A released sum is
-// (T + Z)·g with g a power of two fixed by the options: the set of possible
-// outputs does not depend on the data, which is what Mironov's (2012) attack
-// on floating-point Laplace noise exploits; the conversion to float64 (exact
-// below 2^53 units), the AVG division and the clamps are post-processing.
+// grid h (a power of two with rowBound/h ∈ (2^29, 2^30], rowBound the
+// largest |value| of one row), so their order does not matter
+// (TestOrderIndependence) — and it is rounded to an integer number of g and
+// clamped to ±U_i, so the sensitivity holds whatever the rounding did. A
+// released sum is (T + Z)·g with g a power of two fixed by the options: the
+// set of possible outputs does not depend on the data, which is what
+// Mironov's (2012) attack on floating-point Laplace noise exploits; the
+// conversion to float64 (exact below 2^53 units), the AVG division and the
+// clamps are post-processing.
 //
 // Cost of the granularity. For a per-key contribution bound c (m for
 // counts, where g = 1 and nothing is rounded; m·max(|lower|, |upper|) for
 // SUM; m·(upper − lower)/2 for AVG's centred sum) g is the power of two with
-// c/g ∈ (2^19, 2^20], so the sensitivity ⌈c/g⌉ exceeds c/g by less than one
-// part in 2^19 and the noise is larger than for exact reals by that factor at
-// most. Rounding each contribution to the nearest multiple of g moves a key's
-// sum by at most g/2 per user (and the row grid by h/2 per row), that is at
-// most n·c·2^−20 for n users: bias, not a privacy cost.
+// c/g ∈ (2^29, 2^30], coarsened (to no less than c/g ∈ (2^9, 2^10]) only
+// when the noise scale would otherwise exceed 2^49 units, where the noise is
+// larger than c·2^19 anyway. The sensitivity ⌈c/g⌉ exceeds c/g by less than
+// one part in 2^29 (2^9 when coarsened), and the noise is larger than for
+// exact reals by that factor at most. Rounding each contribution to the
+// nearest multiple of g moves a key's sum by at most g/2 per user (and the
+// row grid by h/2 per row): bias, not a privacy cost, at most n·c·2^−30 for
+// n users at the finest grid.
 //
 // Rows beyond m. A user with more than m non-NULL rows under a key
 // contributes m times the mean of its clamped values: the expectation of the

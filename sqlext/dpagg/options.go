@@ -40,9 +40,6 @@ func ParseKind(name string) (Kind, error) {
 	return "", fmt.Errorf("unknown aggregate %q: use one of count, count_column, count_distinct_unit, sum, avg", name)
 }
 
-// hasValue reports whether the aggregate reads a per-row value.
-func (k Kind) hasValue() bool { return k == CountValues || k == Sum || k == Avg }
-
 // clamped reports whether the aggregate needs clamping bounds.
 func (k Kind) clamped() bool { return k == Sum || k == Avg }
 

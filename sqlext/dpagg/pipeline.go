@@ -156,7 +156,7 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 		if c.kind == CountValues {
 			continue
 		}
-		// Clamp, centre (AVG) and round to the row grid: |x/h| ≤ 2^30/m.
+		// Clamp, centre (AVG) and round to the row grid: |x/h| ≤ 2^30.
 		x := min(max(v.Float, c.lower), c.upper) - c.mid
 		e[c.off+1] += uint64(int64(math.RoundToEven(x / c.h))) // two's complement: adds as int64
 	}
@@ -354,7 +354,7 @@ func (p *Pipeline) Release(rng *rand.Rand) (*Result, error) {
 		func(_ uint32, idx []int32) []int32 { return securerand.SampleInPlace(rng, idx, d0) },
 		func(u, k uint32) {
 			if u != cur {
-				cur, bu = u, 0
+				cur = u
 				bu, _ = b.UserID([]byte(p.userNames[u]))
 			}
 			b.AddID(bu, p.keyBytes[k])
