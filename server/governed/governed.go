@@ -184,6 +184,7 @@ func New(o Options) (_ *Server, err error) {
 		Provider:  p,
 		Functions: fcfg,
 		Rules:     append(planner.PolicyRules(gov, popts...), gov.Rules()...),
+		Checks:    []planner.Check{governance.KillCheck},
 		Limits:    lim,
 	})
 	if err != nil {
