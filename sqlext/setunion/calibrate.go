@@ -14,7 +14,7 @@ type Calibration struct {
 	Epsilon   float64   `json:"epsilon"`
 	Delta     float64   `json:"delta"`
 	// MaxItems is the effective Δ0: Options.MaxItems, 1 for single_item, and
-	// 0 for the greedy mechanisms, which do not bound users.
+	// 0 for the unproven greedy mechanisms, which do not bound users.
 	MaxItems int     `json:"max_items"`
 	Alpha    float64 `json:"alpha"`
 	Noise    Noise   `json:"noise"`
@@ -35,13 +35,18 @@ type Calibration struct {
 }
 
 // Round is the calibration of one DP-SIPS round r (0-based): its share f_r of
-// the Gaussian budget μ² = 1/σ*² and of δ, σ_r = σ*/√f_r, δ_r = f_r·δ, and
-// the weighted-Gaussian threshold ρ_r at (σ_r, δ_r).
+// the Gaussian budget μ² = 1/σ*² and of the threshold's δ, σ_r = σ*/√f_r,
+// δ_r = f_r·δ_T, the threshold ρ_r at (σ_r, δ_r), the round's bound Δ0_r and
+// its update rule (weighted_gaussian, or policy_gaussian_l2 with cutoff
+// Γ_r = ρ_r + α·σ_r).
 type Round struct {
-	Fraction float64 `json:"fraction"`
-	Sigma    float64 `json:"sigma"`
-	Delta    float64 `json:"delta"`
-	Rho      float64 `json:"rho"`
+	Fraction float64   `json:"fraction"`
+	Sigma    float64   `json:"sigma"`
+	Delta    float64   `json:"delta"`
+	Rho      float64   `json:"rho"`
+	MaxItems int       `json:"max_items"`
+	Rule     Mechanism `json:"rule"`
+	Gamma    float64   `json:"gamma,omitempty"`
 }
 
 // Calibrate validates o and computes its calibration (ALGORITHMS.md §2, §4).
@@ -52,7 +57,9 @@ type Round struct {
 //	count_gaussian      σ = analytic Gaussian (ε, δ/2, Δ2 = √Δ0), ρ = 1 + σ·Φ⁻¹((1−δ/2)^(1/Δ0))
 //	weighted/policy_gaussian_*
 //	                    σ = analytic Gaussian (ε, δ/2, Δ2 = 1), ρ = max_{t≤Δ0} 1/√t + σ·Φ⁻¹((1−δ/2)^(1/t))
-//	greedy_*            λ = 1/ε,  ρ = 1 + λ·ln(1/(2δ))
+//	greedy_frequency/greedy_public
+//	                    λ = 1/ε,  ρ = max(1, 1 + λ·ln((1 + (Δ0−1)·e^(−ε))/(2δ)))
+//	greedy_*_unproven   λ = 1/ε,  ρ = 1 + λ·ln(1/(2δ))
 //	policies, greedy    Γ = ρ + α·(λ or σ)
 //	single_item         π(n) = min(e^ε π(n−1) + δ, 1 − e^(−ε)(1 − π(n−1) − δ), 1), π(0) = 0
 //	dp_sips             f_r ∝ 0.3^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ, ρ_r as weighted Gaussian
@@ -81,6 +88,9 @@ func Calibrate(o Options) (Calibration, error) {
 		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
 		c.Rho = noise.GaussianThresholdMax(c.Scale, o.Delta, d0)
 	case GreedyFrequency, GreedyPublic:
+		c.Scale = 1 / o.Epsilon
+		c.Rho = noise.GreedyFloorThreshold(c.Scale, o.Delta, d0)
+	case GreedyFrequencyUnproven, GreedyPublicUnproven:
 		c.MaxItems = 0
 		c.Scale = 1 / o.Epsilon
 		c.Rho = noise.GreedyThreshold(c.Scale, o.Delta)
@@ -95,7 +105,7 @@ func Calibrate(o Options) (Calibration, error) {
 		}
 	case DPSIPS:
 		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
-		c.Rounds = sipsRounds(c.Scale, o.Delta, d0, o.Rounds)
+		c.Rounds = sipsRounds(c.Scale, o.Delta/2, d0, o.Rounds)
 		c.Rho = c.Rounds[len(c.Rounds)-1].Rho
 	}
 	if err != nil {
@@ -107,23 +117,53 @@ func Calibrate(o Options) (Calibration, error) {
 	return c, nil
 }
 
-// sipsRounds splits the Gaussian budget μ² = 1/σ*² and δ over R rounds with
-// fractions f_r ∝ 0.3^(R−1−r), r = 0..R−1, so later rounds get more
-// (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4). Since Σ 1/σ_r² =
-// Σ f_r/σ*² = 1/σ*², the rounds compose to one Gaussian mechanism of scale σ*,
-// and the thresholds' failure probabilities δ_r/2 sum to δ/2.
-func sipsRounds(sigmaStar, delta float64, maxItems, rounds int) []Round {
+// sipsRounds splits the Gaussian budget μ² = 1/σ*² and the threshold's δ_T
+// over R rounds with fractions f_r ∝ 0.3^(R−1−r), r = 0..R−1, so later rounds
+// get more (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4). Since
+// Σ 1/σ_r² = Σ f_r/σ*² = 1/σ*², the rounds compose to one Gaussian mechanism
+// of scale σ*, and the thresholds' failure probabilities δ_r sum to δ_T.
+func sipsRounds(sigmaStar, deltaT float64, maxItems, rounds int) []Round {
 	w := make([]float64, rounds)
-	total := 0.0
 	for r := range w {
 		w[r] = math.Pow(0.3, float64(rounds-1-r))
-		total += w[r]
 	}
-	out := make([]Round, rounds)
-	for r := range out {
-		f := w[r] / total
+	plan := make([]RoundPlan, rounds)
+	for r := range plan {
+		plan[r] = RoundPlan{Weight: w[r], MaxItems: maxItems, Rule: WeightedGaussian}
+	}
+	return planRounds(sigmaStar, deltaT, plan)
+}
+
+// RoundPlan describes one round of a multi-round release before calibration:
+// its relative share of the budget, its bound Δ0_r and its update rule
+// (weighted_gaussian or policy_gaussian_l2, with cutoff parameter Alpha).
+type RoundPlan struct {
+	Weight   float64
+	MaxItems int
+	Rule     Mechanism
+	Alpha    float64
+}
+
+// planRounds calibrates rounds: f_r = Weight_r/Σ Weight, σ_r = σ*/√f_r,
+// δ_r = f_r·δ_T, ρ_r = max_{t≤Δ0_r} 1/√t + σ_r·Φ⁻¹((1 − δ_r)^(1/t)) and, for
+// a policy round, Γ_r = ρ_r + α·σ_r.
+func planRounds(sigmaStar, deltaT float64, plan []RoundPlan) []Round {
+	total := 0.0
+	for _, p := range plan {
+		total += p.Weight
+	}
+	out := make([]Round, len(plan))
+	for r, p := range plan {
+		f := p.Weight / total
 		s := sigmaStar / math.Sqrt(f)
-		out[r] = Round{Fraction: f, Sigma: s, Delta: f * delta, Rho: noise.GaussianThresholdMax(s, f*delta, maxItems)}
+		// GaussianThresholdMax(σ, δ, t) bounds the failure probability by
+		// δ/2; pass 2δ_r so that round r's share is δ_r.
+		rd := Round{Fraction: f, Sigma: s, Delta: f * deltaT, MaxItems: p.MaxItems, Rule: p.Rule,
+			Rho: noise.GaussianThresholdMax(s, 2*f*deltaT, p.MaxItems)}
+		if p.Rule == PolicyGaussianL2 {
+			rd.Gamma = rd.Rho + p.Alpha*s
+		}
+		out[r] = rd
 	}
 	return out
 }

@@ -67,13 +67,34 @@ const (
 	GreedyPublic     Mechanism = "greedy_public"
 	SingleItem       Mechanism = "single_item"
 	DPSIPS           Mechanism = "dp_sips"
+	// GreedyFrequencyUnproven and GreedyPublicUnproven are Carvalho et al.'s
+	// GW and GW-KT as published (no Δ0, no floor share). Their privacy proof
+	// is false (see the package documentation); they run only with
+	// Options.AllowUnproven.
+	GreedyFrequencyUnproven Mechanism = "greedy_frequency_unproven"
+	GreedyPublicUnproven    Mechanism = "greedy_public_unproven"
 )
 
 // Mechanisms lists every mechanism in documentation order.
 func Mechanisms() []Mechanism {
 	return []Mechanism{CountLaplace, CountGaussian, WeightedLaplace, WeightedGaussian,
 		PolicyLaplace, PolicyGaussianL2, PolicyGaussianL1, GreedyFrequency, GreedyPublic,
-		SingleItem, DPSIPS}
+		SingleItem, DPSIPS, GreedyFrequencyUnproven, GreedyPublicUnproven}
+}
+
+// greedy reports whether m uses the greedy update (GU) in any form.
+func (m Mechanism) greedy() bool {
+	switch m {
+	case GreedyFrequency, GreedyPublic, GreedyFrequencyUnproven, GreedyPublicUnproven:
+		return true
+	}
+	return false
+}
+
+// publicPriority reports whether m orders a user's items by the public
+// frequency table.
+func (m Mechanism) publicPriority() bool {
+	return m == GreedyPublic || m == GreedyPublicUnproven
 }
 
 // ParseMechanism maps a name (case-insensitive, surrounding space ignored) to
@@ -105,13 +126,15 @@ const (
 // Noise returns the noise kind of m.
 func (m Mechanism) Noise() Noise {
 	switch m {
-	case CountLaplace, WeightedLaplace, PolicyLaplace, GreedyFrequency, GreedyPublic:
+	case CountLaplace, WeightedLaplace, PolicyLaplace:
 		return Laplace
 	case SingleItem:
 		return Exact
-	default:
-		return Gaussian
 	}
+	if m.greedy() {
+		return Laplace
+	}
+	return Gaussian
 }
 
 // Sequential reports whether m's update depends on the histogram built by
@@ -119,16 +142,18 @@ func (m Mechanism) Noise() Noise {
 // user order part of the mechanism. Parallel mechanisms ignore the order.
 func (m Mechanism) Sequential() bool {
 	switch m {
-	case PolicyLaplace, PolicyGaussianL2, PolicyGaussianL1, GreedyFrequency, GreedyPublic:
+	case PolicyLaplace, PolicyGaussianL2, PolicyGaussianL1:
 		return true
 	}
-	return false
+	return m.greedy()
 }
 
-// Bounded reports whether m samples at most Δ0 items per user. The greedy
-// mechanisms need no Δ0 (Carvalho et al. 2022, §3.3); single_item keeps one.
+// Bounded reports whether m keeps at most Δ0 items per user: sampled
+// uniformly, or for the greedy mechanisms the Δ0 items of highest priority.
+// Only the unproven greedy rules as published skip the bound (Carvalho et al.
+// 2022, §3.3); single_item keeps one.
 func (m Mechanism) Bounded() bool {
-	return m != GreedyFrequency && m != GreedyPublic
+	return m != GreedyFrequencyUnproven && m != GreedyPublicUnproven
 }
 
 // DefaultAlpha is the cutoff parameter α of the papers' best settings: 3 for
@@ -138,7 +163,10 @@ func (m Mechanism) DefaultAlpha() float64 {
 	switch m {
 	case PolicyGaussianL1:
 		return 5
-	case PolicyLaplace, PolicyGaussianL2, GreedyFrequency, GreedyPublic:
+	case PolicyLaplace, PolicyGaussianL2:
+		return 3
+	}
+	if m.greedy() {
 		return 3
 	}
 	return 0
@@ -155,6 +183,29 @@ func (m Mechanism) Disabled() error {
 	}
 	return nil
 }
+
+// Unproven returns why m has no privacy proof that dpsql stands behind, or
+// nil when it has one (every mechanism whose proof sketch is in the package
+// documentation). A disabled mechanism is unproven too (its proof is known to
+// be false). Validate refuses an unproven mechanism unless
+// Options.AllowUnproven is set; a server should set it only when its
+// configuration explicitly enables unproven mechanisms, and a batch command
+// should warn.
+func (m Mechanism) Unproven() error {
+	if err := m.Disabled(); err != nil {
+		return err
+	}
+	switch m {
+	case GreedyFrequencyUnproven, GreedyPublicUnproven:
+		return fmt.Errorf("mechanism %s is unproven: Carvalho et al.'s Lemma 2 (only the added user's items can newly get positive weight) is false for the greedy update — "+
+			"a later user whose budget ran out in D spends leftover budget on zero-weight items in D′ (1.21·δ at ε = 1, δ = 1e-6 for a fixed user order), "+
+			"and no proof covers the random user order; use %s, the proven variant", m, strings.TrimSuffix(string(m), "_unproven"))
+	}
+	return nil
+}
+
+// Proven reports whether m has a privacy proof (Unproven returns nil).
+func (m Mechanism) Proven() bool { return m.Unproven() == nil }
 
 // Limits on options that keep calibration cheap and arithmetic exact.
 const (
@@ -173,8 +224,8 @@ type Options struct {
 	Epsilon float64
 	// Delta is the privacy parameter δ ∈ (0, 1).
 	Delta float64
-	// MaxItems is Δ0 ≥ 1, the most items kept per user. Ignored by the greedy
-	// mechanisms (no bound) and by single_item (always 1).
+	// MaxItems is Δ0 ≥ 1, the most items kept per user. Ignored by the
+	// unproven greedy mechanisms (no bound) and by single_item (always 1).
 	MaxItems int
 	// Alpha sets the cutoff Γ = ρ + α·(λ or σ) of the policies and greedy
 	// mechanisms; nil means the mechanism's DefaultAlpha. Must be ≥ 0.
@@ -185,6 +236,10 @@ type Options struct {
 	// (item -> frequency; unseen items count 1). It must not be derived from
 	// the protected data.
 	Public map[string]float64
+	// AllowUnproven lets Validate accept a mechanism without a privacy proof
+	// (Mechanism.Unproven). Leave it false unless the operator explicitly
+	// enabled unproven mechanisms; disabled mechanisms stay refused.
+	AllowUnproven bool
 
 	// unsafeResearch lets this package's own tests run a disabled mechanism
 	// to measure it; it cannot be set from outside.
@@ -232,6 +287,9 @@ func (o Options) Validate() error {
 	if err := o.Mechanism.Disabled(); err != nil && !o.unsafeResearch {
 		return err
 	}
+	if err := o.Mechanism.Unproven(); err != nil && !o.AllowUnproven && !o.unsafeResearch {
+		return fmt.Errorf("%w (to run it anyway, without a privacy guarantee, an operator must enable unproven mechanisms explicitly, e.g. dpsql union --allow-unproven)", err)
+	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
 		return fmt.Errorf("epsilon must be a finite number greater than 0, got %v", o.Epsilon)
 	}
@@ -247,8 +305,8 @@ func (o Options) Validate() error {
 	if o.Rounds < 1 || o.Rounds > MaxRounds {
 		return fmt.Errorf("rounds must be an integer from 1 to %d, got %d", MaxRounds, o.Rounds)
 	}
-	if o.Mechanism == GreedyPublic && o.Public == nil {
-		return fmt.Errorf("mechanism greedy_public needs a public frequency table (item -> count) that is not derived from the protected data")
+	if o.Mechanism.publicPriority() && o.Public == nil {
+		return fmt.Errorf("mechanism %s needs a public frequency table (item -> count) that is not derived from the protected data", o.Mechanism)
 	}
 	for item, f := range o.Public {
 		if !(f >= 0) || math.IsInf(f, 0) {
