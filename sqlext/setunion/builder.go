@@ -269,6 +269,9 @@ func (r *Result) InSupport(item string) bool {
 // supp(H) with probability P(H[u] + Z > ρ) by an exact Bernoulli draw.
 func (b *Builder) Release(rng *rand.Rand) Result {
 	stats := b.Group()
+	if b.cal.Auto != nil {
+		b.chooseMaxItems(rng)
+	}
 	key := securerand.Key(rng)
 	order := b.userOrder(key)
 	n := len(b.itemNames)
@@ -401,6 +404,9 @@ func UserHash(key [2]uint64, user []byte) uint64 {
 func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weights []float64, stats Stats, err error) {
 	if b.cal.Mechanism == DPSIPS {
 		return nil, nil, Stats{}, fmt.Errorf("mechanism %s releases between rounds and has no single histogram", DPSIPS)
+	}
+	if b.cal.Auto != nil {
+		return nil, nil, Stats{}, fmt.Errorf("max_items = 0 (chosen privately) needs all users at once; give a fixed max_items for a sharded release")
 	}
 	stats = b.Group()
 	h := b.histogram(rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)

@@ -30,8 +30,26 @@ type Calibration struct {
 	Gamma float64 `json:"gamma"`
 	// Rounds holds the per-round calibration of dp_sips.
 	Rounds []Round `json:"rounds,omitempty"`
+	// Auto describes the private choice of Δ0 (Options.MaxItems =
+	// AutoMaxItems), nil when Δ0 is fixed. Before a release, MaxItems, Rho and
+	// Rounds are those of Δ0 = AutoMaxItemsCap (the largest thresholds);
+	// Builder.Calibration returns them for the chosen Δ0 after Release.
+	Auto *AutoPlan `json:"auto_max_items,omitempty"`
 
 	pi []float64 // single_item: π(0..n*) with π(n*) = 1
+}
+
+// AutoPlan is the calibration of the private choice of Δ0: Tests noisy
+// tests of sensitivity ≤ 1, each with Gaussian noise of scale TestSigma,
+// together the share Share of the Gaussian budget (Tests/TestSigma² =
+// Share/σ*²). Chosen is the Δ0 the release chose (0 before it).
+type AutoPlan struct {
+	Share     float64 `json:"share"`
+	Truncate  float64 `json:"truncate"`
+	Cap       int     `json:"cap"`
+	Tests     int     `json:"tests"`
+	TestSigma float64 `json:"test_sigma"`
+	Chosen    int     `json:"chosen,omitempty"`
 }
 
 // Round is the calibration of one DP-SIPS round r (0-based): its share f_r of
@@ -62,17 +80,46 @@ type Round struct {
 //	greedy_*_unproven   λ = 1/ε,  ρ = 1 + λ·ln(1/(2δ))
 //	policies, greedy    Γ = ρ + α·(λ or σ)
 //	single_item         π(n) = min(e^ε π(n−1) + δ, 1 − e^(−ε)(1 − π(n−1) − δ), 1), π(0) = 0
-//	dp_sips             f_r ∝ 0.3^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ, ρ_r as weighted Gaussian
+//	dp_sips             f_r ∝ 0.2^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ/2, ρ_r as weighted Gaussian
+//	                    at (σ_r, δ_r); one round when Δ0 = 1
+//	max_items = 0       Gaussian mechanisms: Δ0 chosen privately with 2% of μ² = 1/σ*²,
+//	                    σ = σ*/√0.98 for the release; the others: Δ0 = 100
 func Calibrate(o Options) (Calibration, error) {
 	if err := o.Validate(); err != nil {
 		return Calibration{}, err
 	}
+	if o.MaxItems != AutoMaxItems {
+		return calibrate(o, o.MaxItems, 1)
+	}
+	if !o.Mechanism.AutoCapable() {
+		return calibrate(o, FixedMaxItems, 1)
+	}
+	c, err := calibrate(o, AutoMaxItemsCap, 1-AutoMaxItemsShare)
+	if err != nil {
+		return c, err
+	}
+	sigmaStar, err := noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
+	if err != nil {
+		return Calibration{}, err
+	}
+	c.Auto = &AutoPlan{Share: AutoMaxItemsShare, Truncate: AutoMaxItemsTruncate, Cap: AutoMaxItemsCap,
+		Tests: MaxItemsTests, TestSigma: sigmaStar * math.Sqrt(MaxItemsTests/AutoMaxItemsShare)}
+	return c, nil
+}
+
+// calibrate computes the calibration of validated options o at Δ0 = d0,
+// with the Gaussian part given the share gshare of the budget μ² = 1/σ*²
+// (σ = σ*/√gshare; 1 unless Δ0 is chosen privately).
+func calibrate(o Options, d0 int, gshare float64) (Calibration, error) {
 	m := o.Mechanism
-	c := Calibration{Mechanism: m, Epsilon: o.Epsilon, Delta: o.Delta, MaxItems: o.MaxItems, Noise: m.Noise()}
+	c := Calibration{Mechanism: m, Epsilon: o.Epsilon, Delta: o.Delta, MaxItems: d0, Noise: m.Noise()}
 	if m.HasCutoff() {
 		c.Alpha = o.alpha()
 	}
-	d0 := o.MaxItems
+	gauss := func(sens float64) (float64, error) {
+		s, err := noise.GaussianSigma(o.Epsilon, o.Delta/2, sens)
+		return s / math.Sqrt(gshare), err
+	}
 	var err error
 	switch m {
 	case CountLaplace:
@@ -82,10 +129,10 @@ func Calibrate(o Options) (Calibration, error) {
 		c.Scale = 1 / o.Epsilon
 		c.Rho = noise.LaplaceThresholdMax(c.Scale, o.Delta, d0)
 	case CountGaussian:
-		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, math.Sqrt(float64(d0)))
+		c.Scale, err = gauss(math.Sqrt(float64(d0)))
 		c.Rho = noise.CountGaussianThreshold(c.Scale, o.Delta, d0)
 	case WeightedGaussian, PolicyGaussianL2, PolicyGaussianL1:
-		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
+		c.Scale, err = gauss(1)
 		c.Rho = noise.GaussianThresholdMax(c.Scale, o.Delta, d0)
 	case GreedyFrequency, GreedyPublic:
 		c.Scale = 1 / o.Epsilon
@@ -104,8 +151,14 @@ func Calibrate(o Options) (Calibration, error) {
 			}
 		}
 	case DPSIPS:
-		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
-		c.Rounds = sipsRounds(c.Scale, o.Delta/2, d0, o.Rounds)
+		c.Scale, err = gauss(1)
+		rounds := o.Rounds
+		if d0 == 1 {
+			// A user with one item loses nothing when others' items are
+			// released: later rounds cannot raise any weight.
+			rounds = 1
+		}
+		c.Rounds = sipsRounds(c.Scale, o.Delta/2, d0, rounds)
 		c.Rho = c.Rounds[len(c.Rounds)-1].Rho
 	}
 	if err != nil {
@@ -118,14 +171,15 @@ func Calibrate(o Options) (Calibration, error) {
 }
 
 // sipsRounds splits the Gaussian budget μ² = 1/σ*² and the threshold's δ_T
-// over R rounds with fractions f_r ∝ 0.3^(R−1−r), r = 0..R−1, so later rounds
-// get more (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4). Since
+// over R rounds with fractions f_r ∝ SIPSRatio^(R−1−r), r = 0..R−1, so later
+// rounds get more (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4,
+// which uses 0.3). Since
 // Σ 1/σ_r² = Σ f_r/σ*² = 1/σ*², the rounds compose to one Gaussian mechanism
 // of scale σ*, and the thresholds' failure probabilities δ_r sum to δ_T.
 func sipsRounds(sigmaStar, deltaT float64, maxItems, rounds int) []Round {
 	w := make([]float64, rounds)
 	for r := range w {
-		w[r] = math.Pow(0.3, float64(rounds-1-r))
+		w[r] = math.Pow(SIPSRatio, float64(rounds-1-r))
 	}
 	plan := make([]RoundPlan, rounds)
 	for r := range plan {

@@ -70,3 +70,17 @@ func (b *Builder) userSizes() []int {
 	slices.Sort(s)
 	return s
 }
+
+// chooseMaxItems runs the private choice of Δ0 planned in b.cal.Auto on the
+// grouped users and recalibrates the release for the chosen Δ0 with the
+// rest of the Gaussian budget.
+func (b *Builder) chooseMaxItems(rng *rand.Rand) {
+	a := *b.cal.Auto
+	a.Chosen = min(privateMaxItems(rng, b.userSizes(), a.Truncate, a.TestSigma), a.Cap)
+	cal, err := calibrate(b.opts, a.Chosen, 1-a.Share)
+	if err != nil {
+		panic("setunion: calibration failed for options that calibrated before: " + err.Error())
+	}
+	cal.Auto = &a
+	b.cal = cal
+}

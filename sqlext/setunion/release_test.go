@@ -323,7 +323,7 @@ func TestOptionsErrors(t *testing.T) {
 		{func(o *Options) { o.Epsilon = math.NaN() }, "epsilon"},
 		{func(o *Options) { o.Delta = 0 }, "delta must be greater than 0 and less than 1"},
 		{func(o *Options) { o.Delta = 1 }, "delta must be greater than 0 and less than 1"},
-		{func(o *Options) { o.MaxItems = 0 }, "max_items must be an integer from 1 to 1000000"},
+		{func(o *Options) { o.MaxItems = -1 }, "max_items must be an integer from 1 to 1000000, or 0"},
 		{func(o *Options) { o.Alpha = Float(-1) }, "alpha must be a finite number ≥ 0"},
 		{func(o *Options) { o.Rounds = 0 }, "rounds must be an integer from 1 to 100"},
 		{func(o *Options) { o.Mechanism = "nope" }, `unknown mechanism "nope": use one of count_laplace`},
