@@ -19,6 +19,12 @@ const (
 	// DefaultEta is the default η: at level k ≥ 2 about η·|S_{k−1}| of the
 	// released k-grams are expected to be spurious (ALGORITHMS.md §5).
 	DefaultEta = 0.01
+	// DefaultMaxItems is the default Δ of every level. The set-union default
+	// chooses Δ0 privately (setunion.AutoMaxItems); the n-gram levels keep a
+	// fixed bound.
+	DefaultMaxItems = 100
+	// DefaultMechanism is the default DPSU mechanism of the unigram level.
+	DefaultMechanism = setunion.PolicyGaussianL2
 )
 
 // Options configures one extraction. Start from Defaults and override fields;
@@ -38,7 +44,7 @@ type Options struct {
 	LevelMaxItems []int
 	// Mechanism is the DPSU mechanism of the unigram level: a Gaussian one
 	// with a single noise scale (count_gaussian, weighted_gaussian,
-	// policy_gaussian_l2). Defaults sets setunion.DefaultMechanism
+	// policy_gaussian_l2). Defaults sets DefaultMechanism
 	// (policy_gaussian_l2). policy_gaussian_l1 is refused (see setunion).
 	Mechanism setunion.Mechanism
 	// Update is the histogram update rule of the levels k ≥ 2: one of
@@ -65,8 +71,8 @@ func Defaults() Options {
 		MaxN:      DefaultMaxN,
 		Epsilon:   setunion.DefaultEpsilon,
 		Delta:     setunion.DefaultDelta,
-		MaxItems:  setunion.DefaultMaxItems,
-		Mechanism: setunion.DefaultMechanism,
+		MaxItems:  DefaultMaxItems,
+		Mechanism: DefaultMechanism,
 		Eta:       DefaultEta,
 	}
 }

@@ -14,7 +14,7 @@ func TestDefaultsValid(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.MaxN != 3 || o.MaxItems != setunion.DefaultMaxItems || o.Eta != 0.01 || o.Mechanism != setunion.PolicyGaussianL2 {
+	if o.MaxN != 3 || o.MaxItems != DefaultMaxItems || o.Eta != 0.01 || o.Mechanism != setunion.PolicyGaussianL2 {
 		t.Fatalf("unexpected defaults %+v", o)
 	}
 	if o.UpdateRule() != setunion.WeightedGaussian || o.LevelMax(2) != 100 {
