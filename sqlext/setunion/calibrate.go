@@ -28,6 +28,11 @@ type Calibration struct {
 	// Gamma is the cutoff Γ = ρ + α·Scale of the policies and greedy
 	// mechanisms (no item is raised above it), 0 for the others.
 	Gamma float64 `json:"gamma"`
+	// ThresholdDelta is δ_T, the share of δ that pays for the thresholds
+	// (items only the added user holds); the rest, δ − δ_T, is the Gaussian
+	// mechanism's δ_G. Accounting keeps it apart (package accounting). 0 for
+	// single_item and the unproven mechanisms.
+	ThresholdDelta float64 `json:"threshold_delta"`
 	// Rounds holds the per-round calibration of dp_sips.
 	Rounds []Round `json:"rounds,omitempty"`
 	// Auto describes the private choice of Δ0 (Options.MaxItems =
@@ -98,7 +103,8 @@ func Calibrate(o Options) (Calibration, error) {
 	if err != nil {
 		return c, err
 	}
-	sigmaStar, err := noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
+	deltaG, _ := o.Mechanism.DeltaSplit(o.Delta)
+	sigmaStar, err := noise.GaussianSigma(o.Epsilon, deltaG, 1)
 	if err != nil {
 		return Calibration{}, err
 	}
@@ -110,39 +116,50 @@ func Calibrate(o Options) (Calibration, error) {
 // calibrate computes the calibration of validated options o at Δ0 = d0,
 // with the Gaussian part given the share gshare of the budget μ² = 1/σ*²
 // (σ = σ*/√gshare; 1 unless Δ0 is chosen privately).
+//
+// δ is split between the noise (δ_G, Gaussian mechanisms only) and the
+// thresholds (δ_T) by DeltaSplit. Every threshold is solved for the failure
+// probability δ_T/(1 + δ_T) rather than δ_T: the direction "D ⊂ D′" of the
+// proof (package documentation) costs p/(1 − p) for a failure probability p,
+// and p = δ_T/(1 + δ_T) makes that exactly δ_T, so the release is (ε, δ)-DP
+// as stated.
 func calibrate(o Options, d0 int, gshare float64) (Calibration, error) {
 	m := o.Mechanism
 	c := Calibration{Mechanism: m, Epsilon: o.Epsilon, Delta: o.Delta, MaxItems: d0, Noise: m.Noise()}
 	if m.HasCutoff() {
 		c.Alpha = o.alpha()
 	}
+	deltaG, deltaT := m.DeltaSplit(o.Delta)
+	c.ThresholdDelta = deltaT
+	fail := deltaT / (1 + deltaT) // the thresholds' failure probability
 	gauss := func(sens float64) (float64, error) {
-		s, err := noise.GaussianSigma(o.Epsilon, o.Delta/2, sens)
+		s, err := noise.GaussianSigma(o.Epsilon, deltaG, sens)
 		return s / math.Sqrt(gshare), err
 	}
 	var err error
 	switch m {
 	case CountLaplace:
 		c.Scale = float64(d0) / o.Epsilon
-		c.Rho = noise.CountLaplaceThreshold(c.Scale, o.Delta, d0)
+		c.Rho = noise.CountLaplaceThreshold(c.Scale, fail, d0)
 	case WeightedLaplace, PolicyLaplace:
 		c.Scale = 1 / o.Epsilon
-		c.Rho = noise.LaplaceThresholdMax(c.Scale, o.Delta, d0)
+		c.Rho = noise.LaplaceThresholdMax(c.Scale, fail, d0)
 	case CountGaussian:
 		c.Scale, err = gauss(math.Sqrt(float64(d0)))
-		c.Rho = noise.CountGaussianThreshold(c.Scale, o.Delta, d0)
+		c.Rho = noise.CountGaussianThreshold(c.Scale, 2*fail, d0) // takes δ, fails with δ/2
 	case WeightedGaussian, PolicyGaussianL2, PolicyGaussianL1:
 		c.Scale, err = gauss(1)
-		c.Rho = noise.GaussianThresholdMax(c.Scale, o.Delta, d0)
+		c.Rho = noise.GaussianThresholdMax(c.Scale, 2*fail, d0) // takes δ, fails with δ/2
 	case GreedyFrequency, GreedyPublic:
 		c.Scale = 1 / o.Epsilon
-		c.Rho = noise.GreedyFloorThreshold(c.Scale, o.Delta, d0)
+		c.Rho = noise.GreedyFloorThreshold(c.Scale, fail, d0)
 	case GreedyFrequencyUnproven, GreedyPublicUnproven:
 		c.MaxItems = 0
 		c.Scale = 1 / o.Epsilon
 		c.Rho = noise.GreedyThreshold(c.Scale, o.Delta)
 	case SingleItem:
 		c.MaxItems = 1
+		c.ThresholdDelta = 0 // π(n) is (ε, δ)-DP by construction, no threshold event
 		c.pi, _ = singleItemTable(o.Epsilon, o.Delta)
 		for n, p := range c.pi {
 			if p >= 0.5 {
@@ -158,7 +175,7 @@ func calibrate(o Options, d0 int, gshare float64) (Calibration, error) {
 			// released: later rounds cannot raise any weight.
 			rounds = 1
 		}
-		c.Rounds = sipsRounds(c.Scale, o.Delta/2, d0, rounds)
+		c.Rounds = sipsRounds(c.Scale, deltaT, d0, rounds)
 		c.Rho = c.Rounds[len(c.Rounds)-1].Rho
 	}
 	if err != nil {
@@ -199,8 +216,9 @@ type RoundPlan struct {
 }
 
 // planRounds calibrates rounds: f_r = Weight_r/Σ Weight, σ_r = σ*/√f_r,
-// δ_r = f_r·δ_T, ρ_r = max_{t≤Δ0_r} 1/√t + σ_r·Φ⁻¹((1 − δ_r)^(1/t)) and, for
-// a policy round, Γ_r = ρ_r + α·σ_r.
+// δ_r = f_r·δ_T, ρ_r = max_{t≤Δ0_r} 1/√t + σ_r·Φ⁻¹((1 − p_r)^(1/t)) with the
+// failure probability p_r = δ_r/(1 + δ_T) (so that Σ p_r = δ_T/(1 + δ_T), see
+// calibrate) and, for a policy round, Γ_r = ρ_r + α·σ_r.
 func planRounds(sigmaStar, deltaT float64, plan []RoundPlan) []Round {
 	total := 0.0
 	for _, p := range plan {
@@ -211,9 +229,9 @@ func planRounds(sigmaStar, deltaT float64, plan []RoundPlan) []Round {
 		f := p.Weight / total
 		s := sigmaStar / math.Sqrt(f)
 		// GaussianThresholdMax(σ, δ, t) bounds the failure probability by
-		// δ/2; pass 2δ_r so that round r's share is δ_r.
+		// δ/2; pass twice round r's failure probability.
 		rd := Round{Fraction: f, Sigma: s, Delta: f * deltaT, MaxItems: p.MaxItems, Rule: p.Rule,
-			Rho: noise.GaussianThresholdMax(s, 2*f*deltaT, p.MaxItems)}
+			Rho: noise.GaussianThresholdMax(s, 2*f*deltaT/(1+deltaT), p.MaxItems)}
 		if p.Rule == PolicyGaussianL2 {
 			rd.Gamma = rd.Rho + p.Alpha*s
 		}

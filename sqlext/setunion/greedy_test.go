@@ -195,9 +195,10 @@ func TestGreedyThresholdBound(t *testing.T) {
 		t.Fatalf("lone user releases something with probability %v > δ = %v (ρ = %v)", exact, o.Delta, cal.Rho)
 	}
 	// The vertex bound the threshold is solved from is tight within the
-	// union bound: P(weight 1) + 4·P(weight 0) = δ.
-	if v := cal.ReleaseProbability(1) + 4*cal.ReleaseProbability(0); math.Abs(v-o.Delta) > 1e-12 {
-		t.Errorf("vertex bound %v, want δ = %v", v, o.Delta)
+	// union bound: P(weight 1) + 4·P(weight 0) = δ/(1 + δ), the failure
+	// probability whose cost p/(1 − p) in the proof is δ.
+	if v := cal.ReleaseProbability(1) + 4*cal.ReleaseProbability(0); math.Abs(v-o.Delta/(1+o.Delta)) > 1e-12 {
+		t.Errorf("vertex bound %v, want δ/(1+δ) = %v", v, o.Delta/(1+o.Delta))
 	}
 	r := securerand.NewSeeded(77)
 	const trials = 20000

@@ -103,7 +103,8 @@ func TestAutoMaxItems(t *testing.T) {
 	if cal.Auto == nil || cal.MaxItems != AutoMaxItemsCap {
 		t.Fatalf("default calibration %+v: want a private Δ0 planned at the cap", cal)
 	}
-	sigmaStar, _ := noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
+	deltaG, _ := o.Mechanism.DeltaSplit(o.Delta)
+	sigmaStar, _ := noise.GaussianSigma(o.Epsilon, deltaG, 1)
 	mu2 := float64(cal.Auto.Tests) / (cal.Auto.TestSigma * cal.Auto.TestSigma)
 	for _, rd := range cal.Rounds {
 		mu2 += 1 / (rd.Sigma * rd.Sigma)

@@ -139,13 +139,13 @@ func TestDPSIPSReleaseProbability(t *testing.T) {
 	const trials = 3000
 	hits := releaseFrequency(t, o, n, trials, 300)
 	checkBinomial(t, "dp_sips", hits, trials, 1-miss)
-	// Composition: Σ 1/σ_r² = 1/σ*², Σ δ_r = δ/2 (the thresholds' share).
+	// Composition: Σ 1/σ_r² = 1/σ*², Σ δ_r = δ_T (the thresholds' share).
 	inv, dsum := 0.0, 0.0
 	for _, rd := range cal.Rounds {
 		inv += 1 / (rd.Sigma * rd.Sigma)
 		dsum += rd.Delta
 	}
-	if math.Abs(inv*cal.Scale*cal.Scale-1) > 1e-12 || math.Abs(dsum-o.Delta/2) > 1e-18 {
+	if math.Abs(inv*cal.Scale*cal.Scale-1) > 1e-12 || math.Abs(dsum-cal.ThresholdDelta) > 1e-18 || math.Abs(cal.ThresholdDelta-(1-SIPSGaussianShare)*o.Delta) > 1e-18 {
 		t.Errorf("rounds do not compose: Σ1/σ_r² · σ*² = %v, Σδ_r = %v", inv*cal.Scale*cal.Scale, dsum)
 	}
 	if !(cal.Rounds[0].Sigma > cal.Rounds[2].Sigma) {
