@@ -129,7 +129,10 @@ func sipsCal(tb testing.TB, eps, delta, gShare float64, plan []RoundPlan) Calibr
 
 func (b *Builder) withCalibration(cal Calibration) *Builder {
 	c := *b
-	c.opts = Options{Mechanism: cal.Mechanism, MaxItems: cal.MaxItems}
+	c.opts = Options{Mechanism: cal.Mechanism, Epsilon: cal.Epsilon, Delta: cal.Delta, MaxItems: cal.MaxItems, Rounds: max(len(cal.Rounds), 1)}
+	if cal.Auto != nil {
+		c.opts.MaxItems, c.opts.Rounds = AutoMaxItems, DefaultRounds
+	}
 	c.cal = cal
 	return &c
 }
@@ -341,6 +344,12 @@ func TestSweepAdaptive(t *testing.T) {
 				return cal
 			}
 		}
+		run("production Defaults()", func(*rand.Rand) Calibration {
+			o := Defaults()
+			o.Epsilon, o.Delta = d.eps, d.delta
+			cal, _ := Calibrate(o)
+			return cal
+		})
 		run("policy_gaussian_l2 d0=100", fixed(PolicyGaussianL2, 100, 1))
 		run("weighted_gaussian d0=100", fixed(WeightedGaussian, 100, 1))
 		run("dp_sips d0=500 R=3 r=0.2", fixed(DPSIPS, 500, 3))
