@@ -23,8 +23,12 @@ const (
 	// chooses Δ0 privately (setunion.AutoMaxItems); the n-gram levels keep a
 	// fixed bound.
 	DefaultMaxItems = 100
-	// DefaultMechanism is the default DPSU mechanism of the unigram level.
-	DefaultMechanism = setunion.PolicyGaussianL2
+	// DefaultMechanism is the default DPSU mechanism of the unigram level:
+	// dp_sips, as for set union. Measured at ε = 4, δ = 1e-6, T = 3 on
+	// git_python_ecosystem and newsgroups20 (TestCorpusComparison), it
+	// releases 18% and 35% more unigrams than policy_gaussian_l2 and 6% and
+	// 8% more n-grams in total (slightly fewer bigrams).
+	DefaultMechanism = setunion.DPSIPS
 )
 
 // Options configures one extraction. Start from Defaults and override fields;
@@ -43,9 +47,9 @@ type Options struct {
 	// level k; a missing or zero entry means MaxItems.
 	LevelMaxItems []int
 	// Mechanism is the DPSU mechanism of the unigram level: a Gaussian one
-	// with a single noise scale (count_gaussian, weighted_gaussian,
-	// policy_gaussian_l2). Defaults sets DefaultMechanism
-	// (policy_gaussian_l2). policy_gaussian_l1 is refused (see setunion).
+	// (count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips with
+	// setunion.DefaultRounds rounds). Defaults sets DefaultMechanism.
+	// policy_gaussian_l1 is refused (see setunion).
 	Mechanism setunion.Mechanism
 	// Update is the histogram update rule of the levels k ≥ 2: one of
 	// weighted_gaussian, policy_gaussian_l2. Empty means weighted_gaussian,
@@ -64,7 +68,7 @@ type Options struct {
 }
 
 // Defaults returns the default options: T = 3, ε = 1, δ = 1e-6, Δ = 100,
-// policy_gaussian_l2 (α = 3) for unigrams and weighted_gaussian above, η = 0.01, a
+// dp_sips (3 rounds) for unigrams and weighted_gaussian above, η = 0.01, a
 // uniform budget split.
 func Defaults() Options {
 	return Options{
@@ -78,10 +82,11 @@ func Defaults() Options {
 }
 
 // unigramMechanisms are the DPSU mechanisms a level-1 release may use: the
-// Gaussian ones calibrated by a single σ, so that level 1 is one Gaussian
-// mechanism of the composition (dp_sips splits its σ over rounds itself).
+// Gaussian ones, so that level 1 is one Gaussian mechanism of the
+// composition (dp_sips splits the level's σ_1 over setunion.DefaultRounds
+// rounds, Σ_r 1/σ_r² = 1/σ_1²).
 var unigramMechanisms = []setunion.Mechanism{
-	setunion.CountGaussian, setunion.WeightedGaussian, setunion.PolicyGaussianL2,
+	setunion.CountGaussian, setunion.WeightedGaussian, setunion.PolicyGaussianL2, setunion.DPSIPS,
 }
 
 // updateRules are the rules of the levels k ≥ 2: Gaussian rules whose user

@@ -104,6 +104,10 @@ func NewPlan(o Options) (Plan, error) {
 		cal.Rho = noise.GaussianThresholdMax(l1.Sigma, fail2, l1.MaxItems)
 	}
 	cal.Scale = l1.Scale
+	if o.Mechanism == setunion.DPSIPS {
+		cal.Rounds = setunion.SIPSRounds(l1.Sigma, o.Delta/2, l1.MaxItems, setunion.DefaultRounds)
+		cal.Rho = cal.Rounds[len(cal.Rounds)-1].Rho
+	}
 	if o.Mechanism.HasCutoff() {
 		cal.Gamma = cal.Rho + cal.Alpha*cal.Scale
 	}

@@ -67,14 +67,16 @@ func NewCalibratedBuilder(cal Calibration) (*Builder, error) {
 	if _, err := ParseMechanism(string(cal.Mechanism)); err != nil {
 		return nil, err
 	}
-	if err := cal.Mechanism.Disabled(); err != nil {
+	if err := cal.Mechanism.Unproven(); err != nil {
 		return nil, err
 	}
 	switch {
 	case cal.Noise != cal.Mechanism.Noise():
 		return nil, fmt.Errorf("calibration noise %q does not match mechanism %s", cal.Noise, cal.Mechanism)
-	case cal.Mechanism == SingleItem || cal.Mechanism == DPSIPS || cal.Mechanism == GreedyPublic:
+	case cal.Mechanism == SingleItem || cal.Mechanism.publicPriority() || cal.Auto != nil:
 		return nil, fmt.Errorf("mechanism %s cannot be given a custom calibration", cal.Mechanism)
+	case cal.Mechanism == DPSIPS && len(cal.Rounds) == 0:
+		return nil, fmt.Errorf("a dp_sips calibration needs its rounds (SIPSRounds)")
 	case !(cal.Scale > 0) || math.IsInf(cal.Scale, 0) || math.IsNaN(cal.Rho) || math.IsInf(cal.Rho, 0):
 		return nil, fmt.Errorf("calibration needs a finite scale > 0 and a finite rho, got scale %v rho %v", cal.Scale, cal.Rho)
 	case cal.Mechanism.Bounded() && cal.MaxItems < 1:

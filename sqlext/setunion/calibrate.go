@@ -205,6 +205,17 @@ func sipsRounds(sigmaStar, deltaT float64, maxItems, rounds int) []Round {
 	return planRounds(sigmaStar, deltaT, plan)
 }
 
+// SIPSRounds calibrates R rounds of dp_sips whose Gaussian budget is that of
+// one Gaussian mechanism of scale sigma, with thresholds failing with total
+// probability deltaT/(1 + deltaT), at bound maxItems (the split of
+// Calibrate). The n-gram extractor uses it for a dp_sips unigram level.
+func SIPSRounds(sigma, deltaT float64, maxItems, rounds int) []Round {
+	if maxItems == 1 {
+		rounds = 1
+	}
+	return sipsRounds(sigma, deltaT, maxItems, rounds)
+}
+
 // RoundPlan describes one round of a multi-round release before calibration:
 // its relative share of the budget, its bound Δ0_r and its update rule
 // (weighted_gaussian or policy_gaussian_l2, with cutoff parameter Alpha).
