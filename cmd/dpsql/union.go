@@ -20,25 +20,25 @@ func init() {
 // the input exactly and is meant for the operator who holds the data.
 type unionSummary struct {
 	setunion.Calibration
-	Input          string  `json:"input"`
-	Rows           int64   `json:"rows"`
-	Occurrences    int64   `json:"occurrences"`
-	Users          int     `json:"users"`
-	Pairs          int64   `json:"pairs"`
-	DistinctItems  int     `json:"distinct_items"`
-	Released       int     `json:"released"`
+	Input         string `json:"input"`
+	Rows          int64  `json:"rows"`
+	Occurrences   int64  `json:"occurrences"`
+	Users         int    `json:"users"`
+	Pairs         int64  `json:"pairs"`
+	DistinctItems int    `json:"distinct_items"`
+	Released      int    `json:"released"`
 	// Missing is the missing mass: the share of distinct (user, item) pairs
 	// (and of all occurrences) whose item was not released.
 	setunion.Missing
 	// Cost is the privacy cost of the release in both accountings (package
 	// accounting); an unproven mechanism is accounted by basic composition.
-	Cost accounting.Cost `json:"cost"`
-	Seconds        float64 `json:"seconds"`
-	ReadSeconds    float64 `json:"read_seconds"`
-	GroupSeconds   float64 `json:"group_seconds"`
-	ReleaseSeconds float64 `json:"release_seconds"`
-	PairsPerSecond float64 `json:"pairs_per_second"`
-	Seeded         bool    `json:"seeded,omitempty"`
+	Cost           accounting.Cost `json:"cost"`
+	Seconds        float64         `json:"seconds"`
+	ReadSeconds    float64         `json:"read_seconds"`
+	GroupSeconds   float64         `json:"group_seconds"`
+	ReleaseSeconds float64         `json:"release_seconds"`
+	PairsPerSecond float64         `json:"pairs_per_second"`
+	Seeded         bool            `json:"seeded,omitempty"`
 }
 
 func runUnion(args []string, stdout, stderr io.Writer) error {
