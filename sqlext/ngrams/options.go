@@ -41,7 +41,10 @@ type Options struct {
 	Epsilon float64
 	Delta   float64
 	// MaxItems is Δ, the most n-grams kept per user and level (sampled
-	// uniformly without replacement after pruning), 1..setunion.MaxMaxItems.
+	// uniformly without replacement after pruning), 1..setunion.MaxMaxItems;
+	// 0 (setunion.AutoMaxItems, the set-union default, which SQL sessions
+	// pass on) means DefaultMaxItems: the n-gram levels do not choose Δ
+	// privately.
 	MaxItems int
 	// LevelMaxItems optionally sets Δ_k per level: LevelMaxItems[k−1] for
 	// level k; a missing or zero entry means MaxItems.
@@ -110,6 +113,9 @@ func (o Options) LevelMax(k int) int {
 	if k-1 < len(o.LevelMaxItems) && o.LevelMaxItems[k-1] > 0 {
 		return o.LevelMaxItems[k-1]
 	}
+	if o.MaxItems == setunion.AutoMaxItems {
+		return DefaultMaxItems
+	}
 	return o.MaxItems
 }
 
@@ -133,8 +139,8 @@ func (o Options) Validate() error {
 	if !(o.Delta > 0 && o.Delta < 1) {
 		return fmt.Errorf("delta must be greater than 0 and less than 1, got %v", o.Delta)
 	}
-	if o.MaxItems < 1 || o.MaxItems > setunion.MaxMaxItems {
-		return fmt.Errorf("max_items must be an integer from 1 to %d, got %d", setunion.MaxMaxItems, o.MaxItems)
+	if o.MaxItems < 0 || o.MaxItems > setunion.MaxMaxItems {
+		return fmt.Errorf("max_items must be an integer from 1 to %d (0 for the default, %d), got %d", setunion.MaxMaxItems, DefaultMaxItems, o.MaxItems)
 	}
 	if len(o.LevelMaxItems) > o.MaxN {
 		return fmt.Errorf("level max_items gives %d values but max_n is %d: give at most one per level", len(o.LevelMaxItems), o.MaxN)

@@ -36,7 +36,7 @@ func TestValidateErrors(t *testing.T) {
 		{"epsilon nan", func(o *Options) { o.Epsilon = nan }, "epsilon must be"},
 		{"delta 0", func(o *Options) { o.Delta = 0 }, "delta must be greater than 0 and less than 1"},
 		{"delta 1", func(o *Options) { o.Delta = 1 }, "delta must be"},
-		{"max_items 0", func(o *Options) { o.MaxItems = 0 }, "max_items must be an integer from 1"},
+		{"max_items -1", func(o *Options) { o.MaxItems = -1 }, "max_items must be an integer from 1"},
 		{"level max too many", func(o *Options) { o.LevelMaxItems = []int{1, 2, 3, 4} }, "gives 4 values but max_n is 3"},
 		{"level max negative", func(o *Options) { o.LevelMaxItems = []int{1, -2} }, "max_items of level 2"},
 		{"laplace", func(o *Options) { o.Mechanism = setunion.PolicyLaplace }, "mechanism policy_laplace cannot be used for n-grams"},
@@ -246,5 +246,21 @@ func TestLevel1SIPS(t *testing.T) {
 	s1 := p.Levels[0].Sigma
 	if math.Abs(inv*s1*s1-1) > 1e-12 || math.Abs(dsum-o.Delta/2) > 1e-18 || cal.Rho != cal.Rounds[len(cal.Rounds)-1].Rho {
 		t.Errorf("rounds do not compose to σ_1 = %v: Σ1/σ_r²·σ_1² = %v, Σδ_r = %v", s1, inv*s1*s1, dsum)
+	}
+}
+
+// TestMaxItemsZeroIsDefault: max_items 0 (the set-union default, passed on
+// by SQL sessions) means DefaultMaxItems at every level.
+func TestMaxItemsZeroIsDefault(t *testing.T) {
+	o := Defaults()
+	o.MaxItems = setunion.AutoMaxItems
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range p.Levels {
+		if l.MaxItems != DefaultMaxItems {
+			t.Errorf("level %d: Δ = %d, want %d", l.N, l.MaxItems, DefaultMaxItems)
+		}
 	}
 }

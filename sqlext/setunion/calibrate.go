@@ -155,6 +155,7 @@ func calibrate(o Options, d0 int, gshare float64) (Calibration, error) {
 		c.Rho = noise.GreedyFloorThreshold(c.Scale, fail, d0)
 	case GreedyFrequencyUnproven, GreedyPublicUnproven:
 		c.MaxItems = 0
+		c.ThresholdDelta = 0 // no proof splits its δ
 		c.Scale = 1 / o.Epsilon
 		c.Rho = noise.GreedyThreshold(c.Scale, o.Delta)
 	case SingleItem:
