@@ -19,6 +19,7 @@ import (
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
@@ -187,7 +188,7 @@ func TestNgramsGoverned(t *testing.T) {
 	if err != nil || len(rows) != len(allNotes) {
 		t.Fatalf("governed release: %d rows, %v", len(rows), err)
 	}
-	wantRel := release.Request{Function: "DP_NGRAMS", Database: "mydb", Table: "notes", Epsilon: 4, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: ok}
+	wantRel := release.Request{Function: "DP_NGRAMS", Database: "mydb", Table: "notes", Epsilon: 4, Delta: 1e-7, Mechanism: string(ngrams.Defaults().Mechanism), Query: ok}
 	gov.mu.Lock()
 	if len(gov.checks) != 1 || gov.checks[0] != wantRel {
 		t.Errorf("checks %+v, want one %+v", gov.checks, wantRel)

@@ -62,6 +62,10 @@ type Config struct {
 	Views []View `yaml:"views"`
 	// Limits bound statements, accounts, connections and releases.
 	Limits Limits `yaml:"limits"`
+	// AllowUnprovenMechanisms lets releases use the mechanisms without a
+	// privacy proof (greedy_frequency_unproven, greedy_public_unproven),
+	// refused otherwise. Leave it off unless you know why you need them.
+	AllowUnprovenMechanisms bool `yaml:"allow_unproven_mechanisms"`
 
 	// Path is the file the configuration was read from ("" for Parse).
 	Path string `yaml:"-"`

@@ -32,7 +32,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Errorf("server settings: listen %q tls %v data_dir %q path %q", c.Listen, c.TLS, c.DataDir, c.Path)
 	}
 	o := c.Defaults.Options()
-	if o.Mechanism != setunion.PolicyGaussianL2 || o.Epsilon != 1 || o.Delta != 1e-6 || o.MaxItems != 100 || o.Alpha != nil || o.Rounds != setunion.DefaultRounds {
+	if o.Mechanism != setunion.DefaultMechanism || o.Epsilon != 1 || o.Delta != 1e-6 || o.MaxItems != setunion.DefaultMaxItems || o.Alpha != nil || o.Rounds != setunion.DefaultRounds {
 		t.Errorf("defaults %+v", o)
 	}
 	if len(c.Datasets) != 2 {
@@ -175,7 +175,7 @@ func TestParseValid(t *testing.T) {
 	if o := c.Datasets[1].SourceOptions(); o.Format != tabfile.Parquet || len(o.Columns) != 1 || o.Columns[0].Name != "page.url" {
 		t.Errorf("parquet source options %+v", o)
 	}
-	if c.Defaults.Options().Mechanism != setunion.PolicyGaussianL2 {
+	if c.Defaults.Options().Mechanism != setunion.DefaultMechanism {
 		t.Errorf("defaults %+v", c.Defaults.Options())
 	}
 	if lim := c.LedgerLimits(); len(lim) != 1 || lim[0].MaxRelease != (ledger.Amount{}) {

@@ -175,6 +175,7 @@ func New(o Options) (_ *Server, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
+	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	lim := serverLimits(cfg.Limits)
 	popts := []planner.PolicyOption{planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork})}
 	if fcfg.Rand != nil {
