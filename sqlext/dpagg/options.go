@@ -136,10 +136,10 @@ const (
 	// DefaultSelectionMechanism is policy_gaussian_l2: the best of the
 	// one-histogram mechanisms (setunion's own default, dp_sips, samples a
 	// user's keys afresh in each round, which the aggregates cannot share).
-	DefaultSelectionMechanism = setunion.PolicyGaussianL2
-	DefaultMaxRowsPerGroup      = 1
-	DefaultSelectionShare       = 0.5
-	DefaultSelectionDeltaShare  = 0.5
+	DefaultSelectionMechanism  = setunion.PolicyGaussianL2
+	DefaultMaxRowsPerGroup     = 1
+	DefaultSelectionShare      = 0.5
+	DefaultSelectionDeltaShare = 0.5
 )
 
 // Defaults returns ε = 1, δ = 1e-6, Δ0 = 100 (as a private DISTINCT), m = 1,
