@@ -289,12 +289,14 @@ func (e *emitter) dollar(n *node, tail bool) {
 
 func writeRune(b *strings.Builder, r rune) {
 	if r < 0x80 && (isASCIILetter(r) || (r >= '0' && r <= '9')) {
-		b.WriteRune(r)
+		b.WriteByte(byte(r))
 		return
 	}
-	b.WriteString(`\x{`)
-	b.WriteString(strconv.FormatInt(int64(r), 16))
-	b.WriteString(`}`)
+	var buf [16]byte
+	out := append(buf[:0], `\x{`...)
+	out = strconv.AppendInt(out, int64(r), 16)
+	out = append(out, '}')
+	b.Write(out)
 }
 
 func writeClass(b *strings.Builder, s runeSet) {

@@ -252,7 +252,7 @@ func (p *parser) parseQuantifier(sub *node) (*node, error) {
 		lazy = true
 		p.pos++
 	case '+':
-		return nil, p.unsupportedAt(p.pos, "the possessive quantifier %s+ is not supported", string(p.src[start:p.pos]))
+		return nil, p.unsupportedAt(start, "the possessive quantifier %s+ is not supported", string(p.src[start:p.pos]))
 	}
 	switch sub.op {
 	case opBeginText, opBeginLine, opEndDollar, opEndLine:

@@ -95,43 +95,66 @@ func (s runeSet) contains(r rune) bool {
 }
 
 // Case folding uses Unicode simple case folding (unicode.SimpleFold), as
-// Go's regexp does for literals: the orbit of every member is added.
+// Go's regexp does for literals.
 const (
 	minFold = 0x0041
 	maxFold = 0x1e943
 )
 
-// caseClose returns s together with every code point that simple-folds to a
-// member of s. It is what ICU applies to a bracketed set under the i flag
-// before the set's own negation (so (?i)[^k] matches neither k, K nor the
-// Kelvin sign).
+// foldEntry is a code point whose simple case folding orbit has other
+// members (k → K, K (Kelvin sign)); there are a few thousand.
+type foldEntry struct {
+	r     rune
+	other []rune
+}
+
+var foldTable = sync.OnceValue(func() []foldEntry {
+	var t []foldEntry
+	for c := rune(minFold); c <= maxFold; c++ {
+		f := unicode.SimpleFold(c)
+		if f == c {
+			continue
+		}
+		e := foldEntry{r: c}
+		for ; f != c; f = unicode.SimpleFold(f) {
+			e.other = append(e.other, f)
+		}
+		t = append(t, e)
+	}
+	return t
+})
+
+// caseClose returns s together with every code point in the simple case
+// folding orbit of a member. ICU applies this to a bracketed set under the
+// i flag before the set's own negation, so (?i)[^k] matches neither k, K
+// nor the Kelvin sign.
 func (s runeSet) caseClose() runeSet {
 	if len(s) == 0 || (len(s) == 1 && s[0].lo == 0 && s[0].hi == maxRune) {
 		return s
 	}
-	extra := slices.Clone([]runeRange(s))
-	for _, r := range intersect(s, foldable()) {
-		for c := r.lo; c <= r.hi; c++ {
-			for f := unicode.SimpleFold(c); f != c; f = unicode.SimpleFold(f) {
-				extra = append(extra, runeRange{f, f})
+	var extra []rune
+	t := foldTable()
+	i := 0
+	for _, r := range s {
+		for i < len(t) && t[i].r < r.lo {
+			i++
+		}
+		for ; i < len(t) && t[i].r <= r.hi; i++ {
+			for _, f := range t[i].other {
+				if !s.contains(f) {
+					extra = append(extra, f)
+				}
 			}
 		}
 	}
-	return normalize(extra)
-}
-
-// foldable is the set of code points whose simple case folding orbit has
-// more than one member (a few thousand), computed on first use.
-func foldable() runeSet {
-	return cached("foldable", func() runeSet {
-		var rs []runeRange
-		for c := rune(minFold); c <= maxFold; c++ {
-			if unicode.SimpleFold(c) != c {
-				rs = append(rs, runeRange{c, c})
-			}
-		}
-		return normalize(rs)
-	})
+	if len(extra) == 0 {
+		return s
+	}
+	rs := slices.Clone([]runeRange(s))
+	for _, f := range extra {
+		rs = append(rs, runeRange{f, f})
+	}
+	return normalize(rs)
 }
 
 func fromTable(t *unicode.RangeTable) runeSet {
