@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 )
 
 // program is a compiled pattern.
@@ -69,6 +71,10 @@ func compile(pattern string, flags RegexFlags) (*program, error) {
 	}
 	e := &emitter{}
 	e.emit(root, true)
+	if e.b.Len() > maxGoPattern {
+		return nil, &syntaxError{kind: re2Limit, msg: fmt.Sprintf(
+			"the expression is too large: its character classes expand to more than %d MiB", maxGoPattern>>20)}
+	}
 	prog := &program{goPattern: e.b.String(), leftContext: needsLeftContext(root), names: names, size: size(root)}
 	re, err := regexp.Compile(prog.goPattern)
 	if err != nil {
@@ -153,6 +159,12 @@ func size(n *node) int {
 	}
 	return 1
 }
+
+// maxGoPattern bounds the Go pattern a pattern expands to. Classes such as
+// \w and [[:alpha:]] are written out as their ranges (a few kilobytes each),
+// and Go's regexp materialises every occurrence, so without a bound a short
+// pattern could take seconds and hundreds of megabytes to compile.
+const maxGoPattern = 4 << 20
 
 // termGroupPrefix names the submatches added for a final $ (ICU group names
 // are ASCII letters and digits, so they cannot clash).
@@ -287,9 +299,15 @@ func (e *emitter) dollar(n *node, tail bool) {
 	e.nterm++
 }
 
+// writeRune writes r as a literal: ASCII letters and digits and printable
+// non-ASCII characters as themselves, everything else as \x{h}.
 func writeRune(b *strings.Builder, r rune) {
 	if r < 0x80 && (isASCIILetter(r) || (r >= '0' && r <= '9')) {
 		b.WriteByte(byte(r))
+		return
+	}
+	if r >= 0xa0 && r != utf8.RuneError && unicode.IsPrint(r) {
+		b.WriteRune(r)
 		return
 	}
 	var buf [16]byte
@@ -300,6 +318,9 @@ func writeRune(b *strings.Builder, r rune) {
 }
 
 func writeClass(b *strings.Builder, s runeSet) {
+	if b.Len() > maxGoPattern {
+		return // compile reports the size
+	}
 	if len(s) == 0 {
 		b.WriteString(`[^\x{0}-\x{10ffff}]`)
 		return

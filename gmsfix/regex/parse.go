@@ -571,7 +571,20 @@ type escape struct {
 // or a set; it is shared by sets and the pattern body.
 func (p *parser) escapeValue(start int, c rune, inSet bool) (escape, error) {
 	ch := func(r rune) (escape, error) { return escape{r: r}, nil }
-	set := func(s runeSet, neg bool) (escape, error) { return escape{set: p.class(s, neg), isSet: true}, nil }
+	set := func(s runeSet, neg bool) (escape, error) {
+		if p.fl.i {
+			// The named classes are reused; so is their case closure.
+			key := string(c)
+			if c == 'p' || c == 'P' {
+				key = "p" + string(p.src[start:p.pos])
+			}
+			s = cached("fold:"+strings.ToLower(key), s.caseClose)
+		}
+		if neg {
+			s = s.complement()
+		}
+		return escape{set: s, isSet: true}, nil
+	}
 	switch c {
 	case 'a':
 		return ch(0x07)
@@ -762,6 +775,7 @@ func (p *parser) parseBracket() (runeSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	algebra := false
 	for {
 		p.skipSpace()
 		c := p.peek()
@@ -785,14 +799,33 @@ func (p *parser) parseBracket() (runeSet, error) {
 		if m == 0 {
 			return nil, p.errAt(opPos, "set operator %c%c has no right operand", c, c)
 		}
+		algebra = true
 		if c == '&' {
-			acc = intersect(acc, rhs)
+			acc.set(intersect(acc.all(), rhs.all()))
 		} else {
-			acc = subtract(acc, rhs)
+			acc.set(subtract(acc.all(), rhs.all()))
 		}
 	}
-	return p.class(acc, neg), nil
+	if algebra || !p.fl.i {
+		return p.class(acc.all(), neg), nil
+	}
+	// Without && and --, the closure of the union is the union of the
+	// closures, and the named classes and nested sets are closed already.
+	s := union(acc.loose.caseClose(), acc.closed)
+	if neg {
+		s = s.complement()
+	}
+	return s, nil
 }
+
+// setItems are the members of a set: code points and ranges written
+// directly (loose) and those of classes and nested sets (closed: already
+// case-closed under the i flag).
+type setItems struct{ loose, closed runeSet }
+
+func (s setItems) all() runeSet { return union(s.loose, s.closed) }
+
+func (s *setItems) set(r runeSet) { *s = setItems{loose: r} }
 
 // parsePosix parses [:name:] or [:^name:] at p.pos; ok is false (and
 // nothing is consumed) when the text there does not have that form.
@@ -820,23 +853,29 @@ func (p *parser) parsePosix() (runeSet, bool, error) {
 	if msg != "" {
 		return nil, true, p.errAt(start, "bad [:%s:] class: %s", name, msg)
 	}
-	return p.class(s, neg), true, nil
+	if p.fl.i {
+		s = cached("fold:posix:"+looseName(name), s.caseClose)
+	}
+	if neg {
+		s = s.complement()
+	}
+	return s, true, nil
 }
 
 // parseSetUnion parses set items up to ']', '&&', '--' or the end of the
-// pattern and returns their union and how many items there were. first
-// allows a leading ']' as a literal.
-func (p *parser) parseSetUnion(open int, first bool) (runeSet, int, error) {
-	var rs []runeRange
+// pattern and returns them and how many items there were. first allows a
+// leading ']' as a literal.
+func (p *parser) parseSetUnion(open int, first bool) (setItems, int, error) {
+	var loose, closed []runeRange
 	items := 0
 	last := eof // a single code point that may begin a range
 	add := func(r rune) {
-		rs = append(rs, runeRange{r, r})
+		loose = append(loose, runeRange{r, r})
 		last = r
 		items++
 	}
 	addSet := func(s runeSet) {
-		rs = append(rs, s...)
+		closed = append(closed, s...)
 		last = eof
 		items++
 	}
@@ -845,15 +884,14 @@ func (p *parser) parseSetUnion(open int, first bool) (runeSet, int, error) {
 		c := p.peek()
 		switch {
 		case c == eof:
-			return nil, 0, p.errAt(open, "missing ] for this [")
-		case c == ']' && !(first && items == 0):
-			return normalize(rs), items, nil
-		case (c == '&' || c == '-') && p.peekAt(1) == c:
-			return normalize(rs), items, nil
+			return setItems{}, 0, p.errAt(open, "missing ] for this [")
+		case c == ']' && !(first && items == 0),
+			(c == '&' || c == '-') && p.peekAt(1) == c:
+			return setItems{loose: normalize(loose), closed: normalize(closed)}, items, nil
 		case c == '[':
 			s, err := p.parseBracket()
 			if err != nil {
-				return nil, 0, err
+				return setItems{}, 0, err
 			}
 			addSet(s)
 		case c == '-' && last != eof && p.peekAt(1) != ']' && p.peekAt(1) != '[':
@@ -862,15 +900,15 @@ func (p *parser) parseSetUnion(open int, first bool) (runeSet, int, error) {
 			lo := last
 			hi, isSet, err := p.setChar()
 			if err != nil {
-				return nil, 0, err
+				return setItems{}, 0, err
 			}
 			if isSet {
-				return nil, 0, p.errAt(p.pos-1, "a range in a set must end with a character")
+				return setItems{}, 0, p.errAt(p.pos-1, "a range in a set must end with a character")
 			}
 			if hi < lo {
-				return nil, 0, p.errAt(open, "bad range %c-%c in a set: the end is below the start", lo, hi)
+				return setItems{}, 0, p.errAt(open, "bad range %c-%c in a set: the end is below the start", lo, hi)
 			}
-			rs = append(rs, runeRange{lo, hi})
+			loose = append(loose, runeRange{lo, hi})
 			last = eof
 		case c == '\\' && p.peekAt(1) == 'Q':
 			p.pos += 2
@@ -886,13 +924,13 @@ func (p *parser) parseSetUnion(open int, first bool) (runeSet, int, error) {
 			start := p.pos
 			p.pos++
 			if p.pos == len(p.src) {
-				return nil, 0, p.errAt(start, `\ at the end of the pattern`)
+				return setItems{}, 0, p.errAt(start, `\ at the end of the pattern`)
 			}
 			e := p.src[p.pos]
 			p.pos++
 			v, err := p.escapeValue(start, e, true)
 			if err != nil {
-				return nil, 0, err
+				return setItems{}, 0, err
 			}
 			if v.isSet {
 				addSet(v.set)

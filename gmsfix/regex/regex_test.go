@@ -340,6 +340,7 @@ func TestErrors(t *testing.T) {
 		{`\bx`, RegexFlags_Unicode_Word, `Unicode word boundaries`, true},
 		{`a{1001}`, 0, `repetition count {1001} is above 1000`, false},
 		{`(a{100}){11}`, 0, `nested repetitions`, false},
+		{strings.Repeat(`\w`, 2000), 0, `the expression is too large`, false},
 		{`(`, 0, `missing ) for this ( at character 1`, false},
 		{`a)`, 0, `unmatched ) at character 2`, false},
 		{`[a`, 0, `missing ] for this [`, false},
