@@ -126,8 +126,11 @@ func TestRegexQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if len(queries.RegexTests) < 500 {
-		t.Fatalf("queries.RegexTests has %d queries: built with the race detector (regex_queries_race.go)?", len(queries.RegexTests))
+	switch n := len(queries.RegexTests); {
+	case n == 0:
+		t.Skip("go-mysql-server leaves queries.RegexTests empty under the race detector (regex_queries_race.go)")
+	case n < 500:
+		t.Fatalf("queries.RegexTests has only %d queries", n)
 	}
 	differ := map[string]bool{}
 	for _, tt := range queries.RegexTests {

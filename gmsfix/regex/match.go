@@ -34,7 +34,9 @@ func (r *cancelReader) ReadRune() (rune, int, error) {
 	return c, w, nil
 }
 
-func (pr *privateRegex) heavy(n int) bool { return pr.prog.size*n > readerWork }
+// heavy reports whether searching n bytes of text is estimated to exceed
+// readerWork.
+func (pr *privateRegex) heavy(n int) bool { return n > 0 && pr.prog.size > readerWork/n }
 
 // match reports whether the pattern matches anywhere in the text.
 func (pr *privateRegex) match(ctx context.Context) (bool, error) {

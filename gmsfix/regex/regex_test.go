@@ -469,6 +469,34 @@ func TestCancellation(t *testing.T) {
 	}
 }
 
+// Compiled Unicode classes and case closures are cached process-wide; a
+// Regex is for one goroutine, but many may compile at once (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	pats := []string{`\w+`, `(?i)[[:alpha:]]+`, `\p{Greek}`, `(?i)\P{Lu}`, `[\w--\d]`, `\bé`}
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func() {
+			var err error
+			for i := 0; i < 50 && err == nil; i++ {
+				re := CreateRegex(0)
+				if err = re.SetRegexString(ctx, pats[(g+i)%len(pats)], 0); err == nil {
+					if err = re.SetMatchString(ctx, "Ωmega café 42"); err == nil {
+						_, err = re.Replace(ctx, "<$0>", 1, 0)
+					}
+				}
+				re.Close()
+			}
+			done <- err
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func TestLeakHandlerIsNeverCalled(t *testing.T) {
 	var called atomic.Bool
 	SetRegexLeakHandler(func() { called.Store(true) })
