@@ -24,6 +24,7 @@ type program struct {
 	leftContext bool
 	ctxOnce     sync.Once
 	ctxRe       *regexp.Regexp
+	ctxErr      error
 	// capIndex maps ICU group numbers to Go submatch numbers (capIndex[0] = 0);
 	// names maps ICU group names to ICU group numbers.
 	capIndex []int
@@ -109,13 +110,16 @@ func compile(pattern string, flags RegexFlags) (*program, error) {
 
 // contextRe returns the program for searches that start after position 0
 // when the pattern looks behind (see leftContext).
-func (prog *program) contextRe() *regexp.Regexp {
+func (prog *program) contextRe() (*regexp.Regexp, error) {
 	prog.ctxOnce.Do(func() {
-		// The pattern compiled once already; adding a leading character
-		// cannot make it invalid.
-		prog.ctxRe = regexp.MustCompile(`(?s:.)(?:` + prog.goPattern + `)`)
+		// The pattern compiled once already; with a leading character it
+		// could only exceed one of RE2's size limits.
+		prog.ctxRe, prog.ctxErr = regexp.Compile(`(?s:.)(?:` + prog.goPattern + `)`)
+		if prog.ctxErr != nil {
+			prog.ctxErr = ErrInvalidRegex.New("too large to search from a position after the first character: " + prog.ctxErr.Error())
+		}
 	})
-	return prog.ctxRe
+	return prog.ctxRe, prog.ctxErr
 }
 
 func needsLeftContext(n *node) bool {

@@ -57,8 +57,12 @@ func (pr *privateRegex) find(ctx context.Context, p int, groups bool) ([]int, er
 	prog, s := pr.prog, pr.text
 	re, base, skip := prog.re, p, false
 	if p > 0 && prog.leftContext {
+		ctxRe, err := prog.contextRe()
+		if err != nil {
+			return nil, err
+		}
 		_, w := utf8.DecodeLastRuneInString(s[:p])
-		re, base, skip = prog.contextRe(), p-w, true
+		re, base, skip = ctxRe, p-w, true
 	}
 	sub := s[base:]
 	var loc []int
