@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/sealed"
 )
 
 // Rule ids of the analyst rules.
@@ -28,6 +31,12 @@ type PolicyOption func(*policy)
 // private choice is the default, securerand.New).
 func WithRand(rnd func() *rand.Rand) PolicyOption {
 	return func(p *policy) { p.rnd = rnd }
+}
+
+// WithLimits sets the bounds of the sealed evaluation of releases (zero
+// fields: sealed.DefaultLimits).
+func WithLimits(l sealed.Limits) PolicyOption {
+	return func(p *policy) { p.limits = l }
 }
 
 // PolicyRules returns the analyst rules of the governed server. For a
@@ -51,7 +60,7 @@ func WithRand(rnd func() *rand.Rand) PolicyOption {
 //
 // Install them after Rules(). Sessions that are not governed (admins) are
 // left alone.
-func PolicyRules(gov functions.Governor, opts ...PolicyOption) []Rule {
+func PolicyRules(gov release.Governor, opts ...PolicyOption) []Rule {
 	p := &policy{gov: gov}
 	for _, o := range opts {
 		o(p)
@@ -63,24 +72,9 @@ func PolicyRules(gov functions.Governor, opts ...PolicyOption) []Rule {
 }
 
 type policy struct {
-	gov functions.Governor
-	rnd func() *rand.Rand
-}
-
-// ERTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR (vitess
-// v0.20.0's constants lack it).
-const ERTableAccessDenied = 1142
-
-// ErrAccess is the refusal of a read of a protected table (MySQL error
-// 1142, ER_TABLEACCESS_DENIED_ERROR, SQLSTATE 42000), naming the allowed
-// forms.
-func ErrAccess(db, table, why string) error {
-	return mysql.NewSQLError(ERTableAccessDenied, "42000",
-		"SELECT command denied for table '%s.%s': %s. An analyst may read a protected table only through a private release: "+
-			"SELECT DISTINCT c1[, c2…] FROM %s [WHERE …], SELECT c… FROM %s [WHERE …] GROUP BY c…, "+
-			"SELECT DP_SET_UNION(item, privacy_unit) FROM %s [WHERE …], or SELECT * FROM DP_NGRAMS('%s.%s', …); "+
-			"metadata (DESCRIBE, SHOW COLUMNS, SHOW CREATE TABLE) is allowed",
-		db, table, why, table, table, table, db, table)
+	gov    release.Governor
+	rnd    func() *rand.Rand
+	limits sealed.Limits
 }
 
 // rewrite is RewriteProtected.
@@ -88,8 +82,15 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	if p.gov == nil || !p.gov.Governed(ctx) {
 		return n, transform.SameTree, nil
 	}
+	// One memo per statement: identical releases in it (go-mysql-server
+	// copies an aliased expression, subquery included, into two
+	// projections) are made and charged once.
+	ctx = ctx.WithContext(context.WithValue(ctx.Context, memoKey{}, map[string]*releaseResult{}))
 	return p.rewriteNode(ctx, n)
 }
+
+// memoKey keys the statement's release memo in the rewrite's context.
+type memoKey struct{}
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
@@ -113,10 +114,8 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 		if r == nil {
 			return n, same, nil
 		}
-		for _, rel := range r.releases(ctx) {
-			if err := p.gov.Check(ctx, rel); err != nil {
-				return nil, transform.SameTree, err
-			}
+		if err := release.Check(ctx, p.gov, r.requests(ctx)); err != nil {
+			return nil, transform.SameTree, err
 		}
 		if d, ok := n.(*plan.Distinct); ok {
 			// Keep a Project of the original column ids over the release:
@@ -265,12 +264,12 @@ func (p *policy) distinct(ctx *sql.Context, d *plan.Distinct) (*Release, []outpu
 		for _, f := range sort.SortFields {
 			i := selectedIndex(proj.Projections, aliases, f.Column)
 			if i < 0 {
-				return nil, nil, ErrAccess(src.db, src.name, fmt.Sprintf("the ORDER BY of a private SELECT DISTINCT may only use the selected columns, not %s", f.Column))
+				return nil, nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the ORDER BY of a private SELECT DISTINCT may only use the selected columns, not %s", f.Column))
 			}
 			order = append(order, outputOrder{out: i, order: f.Order, nulls: f.NullOrdering})
 		}
 	}
-	r, err := p.newRelease(ctx, src, distinctRows, keys, out, nil, proj.Schema())
+	r, err := p.newRelease(ctx, src, distinctRows, keys, out, nil, proj.Schema(), proj.Projections)
 	return r, order, err
 }
 
@@ -346,7 +345,7 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 			}
 			calls = append(calls, su)
 		}
-		return p.newRelease(ctx, src, setUnions, nil, nil, calls, g.Schema())
+		return p.newRelease(ctx, src, setUnions, nil, nil, calls, g.Schema(), g.SelectedExprs)
 	}
 	keys := make([]sql.Expression, len(g.GroupByExprs))
 	for i, e := range g.GroupByExprs {
@@ -365,7 +364,7 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 			return nil, nil // an aggregate or a non-key column: the guard refuses
 		}
 	}
-	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema())
+	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema(), g.SelectedExprs)
 }
 
 func unalias(e sql.Expression) sql.Expression {
@@ -388,42 +387,47 @@ func sameExpr(a, b sql.Expression) bool {
 }
 
 // newRelease binds the expressions of a release to the table's rows and
-// checks them.
-func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema) (*Release, error) {
-	r := &Release{mode: mode, db: src.db, table: src.table, out: out, schema: schema, gov: p.gov, rnd: p.rnd, done: &releaseResult{}}
-	tschema := src.table.Schema()
-	bind := func(e sql.Expression, what string) (sql.Expression, error) {
-		if err := checkReleaseExpr(src, e, what); err != nil {
-			return nil, err
+// compiles its sealed scan: the allow-list refuses, before anything is
+// charged, what a release may not evaluate.
+func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
+	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd}
+	// The output columns keep the column ids of the expressions they
+	// replace, so that the nodes above find them (ProjectedExprs).
+	for i, c := range schema {
+		id := sql.ColumnId(0)
+		if i < len(outputs) {
+			if ie, ok := outputs[i].(sql.IdExpression); ok {
+				id = ie.Id()
+			}
 		}
-		return bindToTable(src, tschema, e, what)
+		r.outputs = append(r.outputs, expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable))
 	}
-	unitIdx := tschema.IndexOfColName(src.unit)
-	if unitIdx < 0 {
-		return nil, fmt.Errorf("protected table %s.%s has no privacy-unit column %q", src.db, src.name, src.unit)
+	tschema := src.table.Schema()
+	bind := func(e sql.Expression, what string) (release.Expr, error) {
+		b, err := bindToTable(src, tschema, e, what)
+		return release.Expr{E: b, Where: what}, err
 	}
-	uc := tschema[unitIdx]
-	r.unit = expression.NewGetFieldWithTable(unitIdx, 0, uc.Type, src.db, src.name, uc.Name, uc.Nullable)
+	var filter release.Expr
 	for _, f := range src.filters {
 		b, err := bind(f, "WHERE clause")
 		if err != nil {
 			return nil, err
 		}
-		if r.filter == nil {
-			r.filter = b
+		if filter.E == nil {
+			filter = b
 		} else {
-			r.filter = expression.NewAnd(r.filter, b)
+			filter.E = expression.NewAnd(filter.E, b.E)
 		}
 	}
+	var scanKeys []release.Expr
 	switch mode {
 	case distinctRows:
-		r.keys = make([]sql.Expression, len(keys))
-		for i, k := range keys {
+		for _, k := range keys {
 			b, err := bind(k, "selected columns")
 			if err != nil {
 				return nil, err
 			}
-			r.keys[i] = b
+			scanKeys = append(scanKeys, b)
 		}
 		params := functions.SessionParams(ctx)
 		o, err := params.Options()
@@ -435,49 +439,48 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		for _, c := range calls {
 			gf, ok := c.PrivacyUnit().(*expression.GetField)
 			if !ok || !strings.EqualFold(gf.Name(), src.unit) || !strings.EqualFold(gf.Table(), src.ref) {
-				return nil, ErrAccess(src.db, src.name, fmt.Sprintf("the privacy unit of DP_SET_UNION over it must be its column %s, not %s", src.unit, c.PrivacyUnit()))
+				return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the privacy unit of DP_SET_UNION over it must be its column %s, not %s", src.unit, c.PrivacyUnit()))
 			}
 			item, err := bind(c.Item(), "DP_SET_UNION item")
 			if err != nil {
 				return nil, err
 			}
 			r.calls = append(r.calls, c)
-			r.items = append(r.items, item)
+			scanKeys = append(scanKeys, item)
+		}
+	}
+	scan, err := release.NewScan(ctx, src.db, src.name, src.table, src.unit, filter, scanKeys, p.limits)
+	if err != nil {
+		return nil, err
+	}
+	r.scan = scan
+	r.done = &releaseResult{}
+	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
+		key := r.spec(filter, scanKeys)
+		if prev, ok := memo[key]; ok {
+			r.done = prev
+		} else {
+			memo[key] = r.done
 		}
 	}
 	return r, nil
 }
 
-// deniedFunctions are functions a private release refuses in its
-// expressions: they act outside the row (locks, files, sleeping, which
-// would let the running time depend on one row).
-var deniedFunctions = map[string]bool{
-	"sleep": true, "benchmark": true, "load_file": true, "get_lock": true, "release_lock": true,
-	"release_all_locks": true, "is_free_lock": true, "is_used_lock": true,
-}
-
-// checkReleaseExpr refuses what a row-wise release cannot evaluate safely:
-// subqueries (they read other data, maybe protected, and are not
-// analysed inside a release), assignments to variables (they would carry a
-// protected value out of the query), and the denied functions.
-func checkReleaseExpr(src source, e sql.Expression, what string) error {
-	var err error
-	transform.InspectExpr(e, func(e sql.Expression) bool {
-		switch e := e.(type) {
-		case *plan.Subquery:
-			err = ErrAccess(src.db, src.name, "subqueries are not allowed in the "+what+" of a private release")
-		case *expression.SetField:
-			err = ErrAccess(src.db, src.name, "assignments are not allowed in the "+what+" of a private release")
-		case sql.Aggregation, sql.WindowAdaptableExpression:
-			err = ErrAccess(src.db, src.name, "aggregate and window functions are not allowed in the "+what+" of a private release")
-		case sql.FunctionExpression:
-			if deniedFunctions[strings.ToLower(e.FunctionName())] {
-				err = ErrAccess(src.db, src.name, fmt.Sprintf("function %s is not allowed in a private release", strings.ToUpper(e.FunctionName())))
-			}
-		}
-		return err != nil
-	})
-	return err
+// spec identifies a release within a statement: what it reads, how, and
+// with which options.
+func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%s.%s|%v|", r.mode, r.db, r.name, r.options())
+	if filter.E != nil {
+		b.WriteString(filter.E.String())
+	}
+	for _, k := range keys {
+		b.WriteString("|" + k.E.String())
+	}
+	for _, o := range r.out {
+		fmt.Fprintf(&b, ",%d", o)
+	}
+	return b.String()
 }
 
 // bindToTable rewrites e's column references to indexes of the table's
@@ -491,7 +494,7 @@ func bindToTable(src source, tschema sql.Schema, e sql.Expression, what string) 
 		}
 		idx := tschema.IndexOfColName(gf.Name())
 		if idx < 0 || (gf.Table() != "" && !strings.EqualFold(gf.Table(), src.ref) && !strings.EqualFold(gf.Table(), src.name)) {
-			return nil, transform.SameTree, ErrAccess(src.db, src.name, fmt.Sprintf("the %s of a private release may only use the table's own columns, not %s", what, gf))
+			return nil, transform.SameTree, release.ErrAccess(src.db, src.name, fmt.Sprintf("the %s of a private release may only use the table's own columns, not %s", what, gf))
 		}
 		c := tschema[idx]
 		return expression.NewGetFieldWithTable(idx, 0, c.Type, src.db, src.name, c.Name, c.Nullable), transform.NewTree, nil
@@ -528,21 +531,21 @@ func (p *policy) check(n sql.Node) error {
 					db = d.Database().Name()
 				}
 				if _, prot := p.gov.PrivacyUnit(db, t.Name()); prot {
-					err = ErrAccess(db, t.Name(), "ANALYZE TABLE computes statistics of protected rows")
+					err = release.ErrAccess(db, t.Name(), "ANALYZE TABLE computes statistics of protected rows")
 					return false
 				}
 			}
 		case *plan.TableCountLookup:
 			if n.Db() != nil {
 				if _, prot := p.gov.PrivacyUnit(n.Db().Name(), n.Table().Name()); prot {
-					err = ErrAccess(n.Db().Name(), n.Table().Name(), "counting rows is not a private release")
+					err = release.ErrAccess(n.Db().Name(), n.Table().Name(), "counting rows is not a private release")
 					return false
 				}
 			}
 		case sql.TableNode:
 			if n.Database() != nil {
 				if _, prot := p.gov.PrivacyUnit(n.Database().Name(), n.UnderlyingTable().Name()); prot {
-					err = ErrAccess(n.Database().Name(), n.UnderlyingTable().Name(), "this query reads its rows directly")
+					err = release.ErrAccess(n.Database().Name(), n.UnderlyingTable().Name(), "this query reads its rows directly")
 					return false
 				}
 			}
@@ -560,18 +563,4 @@ func (p *policy) check(n sql.Node) error {
 		return err == nil
 	})
 	return err
-}
-
-// ScanGuard returns the check a governed server installs on each protected
-// table (storage.Table.WithScanGuard): a governed session may read rows of
-// db.table only inside a private release (functions.ReleaseContext). It
-// backs up the planner's guard at the storage layer, so that a plan shape
-// the guard does not know still cannot read protected rows.
-func ScanGuard(gov functions.Governor, db, table string) func(*sql.Context) error {
-	return func(ctx *sql.Context) error {
-		if gov.Governed(ctx) && !functions.InRelease(ctx) {
-			return ErrAccess(db, table, "its rows can only be read by a private release")
-		}
-		return nil
-	}
 }

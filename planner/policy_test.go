@@ -17,6 +17,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -27,7 +28,7 @@ import (
 type fakeGov struct {
 	mu      sync.Mutex
 	budget  float64
-	charged []functions.Release
+	charged []release.Request
 }
 
 func (g *fakeGov) PrivacyUnit(db, table string) (string, bool) {
@@ -49,7 +50,7 @@ func (g *fakeGov) spent() float64 {
 	return s
 }
 
-func (g *fakeGov) Check(ctx *sql.Context, r functions.Release) error {
+func (g *fakeGov) Check(ctx *sql.Context, r release.Request) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.Governed(ctx) {
@@ -61,7 +62,7 @@ func (g *fakeGov) Check(ctx *sql.Context, r functions.Release) error {
 	return nil
 }
 
-func (g *fakeGov) Charge(ctx *sql.Context, r functions.Release) error {
+func (g *fakeGov) Charge(ctx *sql.Context, r release.Request) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.Governed(ctx) {
@@ -110,7 +111,7 @@ func buildPolicyEngine(t *testing.T, gov *fakeGov, rules bool) *sqle.Engine {
 	pb.Append("public", int64(2))
 	pages, _ := pb.Build()
 	db := storage.NewDatabase("mydb")
-	db.AddTable(visits.WithRowCounts(storage.HiddenCounts).WithScanGuard(planner.ScanGuard(gov, "mydb", "visits")))
+	db.AddTable(visits.WithRowCounts(storage.HiddenCounts).WithScanGuard(release.ScanGuard(gov, "mydb", "visits")))
 	db.AddTable(pages)
 	pro, err := storage.NewProvider(db)
 	if err != nil {
@@ -190,6 +191,10 @@ func TestAnalystReleases(t *testing.T) {
 		{"SELECT DISTINCT user_id FROM visits", "", 1},                                  // every user id is held by one user: none released
 		{"SELECT DISTINCT item FROM visits WHERE JSON_EXTRACT(item, '$.a') = 1", "", 1}, // fails on most rows: skipped, no error
 		{"SELECT name FROM pages ORDER BY name", "common|public", 0},
+		// A release as a scalar subquery (README lists it).
+		{"SELECT (SELECT DP_SET_UNION(item, user_id) FROM visits WHERE g = 0)", `["common", "even"]`, 1},
+		{"SELECT (SELECT DISTINCT item FROM visits WHERE item = 'even')", "even", 1},
+		{"SELECT JSON_LENGTH((SELECT DP_SET_UNION(item, user_id) FROM visits)) AS n", "2", 1},
 	}
 	for _, c := range cases {
 		gov := &fakeGov{budget: 100}
@@ -254,7 +259,7 @@ func TestAnalystRefusals(t *testing.T) {
 		var se *mysql.SQLError
 		if err == nil {
 			t.Errorf("%s: answered %q", q, flat(rows))
-		} else if !errors.As(err, &se) || se.Num != planner.ERTableAccessDenied {
+		} else if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
 			t.Errorf("%s: error %v, want 1142", q, err)
 		} else if !strings.Contains(se.Message, "SELECT DISTINCT c1[, c2…] FROM visits") {
 			t.Errorf("%s: message does not name the allowed forms: %s", q, se.Message)
@@ -322,7 +327,7 @@ func TestAnalystBudget(t *testing.T) {
 	if got := gov.spent(); got != 2.5 {
 		t.Fatalf("spent %v", got)
 	}
-	if !slices.ContainsFunc(gov.charged, func(r functions.Release) bool { return r.Function == "DP_SET_UNION" && r.Epsilon == 0.5 }) {
+	if !slices.ContainsFunc(gov.charged, func(r release.Request) bool { return r.Function == "DP_SET_UNION" && r.Epsilon == 0.5 }) {
 		t.Fatalf("DP_SET_UNION charge missing: %+v", gov.charged)
 	}
 }
@@ -334,7 +339,7 @@ func TestScanGuard(t *testing.T) {
 	for _, q := range []string{"SELECT * FROM visits", "SELECT COUNT(DISTINCT item) FROM visits", "SELECT DISTINCT item FROM visits"} {
 		_, err := query(t, e, "analyst", q)
 		var se *mysql.SQLError
-		if !errors.As(err, &se) || se.Num != planner.ERTableAccessDenied {
+		if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
 			t.Errorf("%s: %v, want 1142 from the scan guard", q, err)
 		}
 	}

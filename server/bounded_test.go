@@ -6,7 +6,7 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/gmsfix"
 	"github.com/dpsql/dpsql/server"
 )
 
@@ -61,7 +61,7 @@ func TestBoundedStringFunctions(t *testing.T) {
 		if c.want == nil {
 			warned := false
 			for _, w := range ctx.Session.Warnings() {
-				warned = warned || w.Code == functions.ERWarnAllowedPacketOverflowed
+				warned = warned || w.Code == gmsfix.ERWarnAllowedPacketOverflowed
 			}
 			if got != nil || !warned {
 				t.Errorf("%s: got %.40v (warning 1301: %v), want NULL with warning 1301", c.q, got, warned)

@@ -17,6 +17,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/gmsfix"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/server/storage"
 )
@@ -45,7 +46,7 @@ type Config struct {
 //     session exists: sessions snapshot the registry when created);
 //   - DP_SET_UNION in the engine's function registry;
 //   - REPEAT, SPACE, LPAD, RPAD and REPLACE bounded by max_allowed_packet
-//     (functions.InstallBoundedStringFunctions, process-wide);
+//     (gmsfix.InstallBoundedStringFunctions, process-wide);
 //   - the table function DP_NGRAMS, when cfg.Provider implements
 //     sql.TableFunctionProvider (the analyzer then uses the provider copy
 //     that WithTableFunctions returns; table functions registered on the
@@ -59,7 +60,7 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 	functions.RegisterSystemVariables()
 	// REPEAT, SPACE, LPAD, RPAD and REPLACE return NULL beyond
 	// max_allowed_packet instead of allocating without bound.
-	functions.InstallBoundedStringFunctions()
+	gmsfix.InstallBoundedStringFunctions()
 	pro := cfg.Provider
 	if pro == nil {
 		p, err := storage.NewProvider()

@@ -21,6 +21,7 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/progress"
 	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
@@ -117,8 +118,8 @@ func (benchGovernor) PrivacyUnit(string, string) (string, bool) { return "user_i
 func (benchGovernor) Governed(ctx *sql.Context) bool {
 	return ctx.Session != nil && ctx.Session.Client().User == Analyst
 }
-func (benchGovernor) Check(*sql.Context, functions.Release) error  { return nil }
-func (benchGovernor) Charge(*sql.Context, functions.Release) error { return nil }
+func (benchGovernor) Check(*sql.Context, release.Request) error  { return nil }
+func (benchGovernor) Charge(*sql.Context, release.Request) error { return nil }
 
 // Run executes query on e and reads every row; it returns the number of
 // rows.

@@ -225,8 +225,9 @@ type Budget struct {
 	Database string  `yaml:"database"`
 	Epsilon  float64 `yaml:"epsilon"`
 	Delta    float64 `yaml:"delta"`
-	// MaxRelease caps a single release on this database (overrides the
-	// analyst's MaxRelease).
+	// MaxRelease caps a single release on this database: each field it
+	// sets overrides the same field of the analyst's MaxRelease, and a
+	// field it omits keeps the analyst's.
 	MaxRelease *Release `yaml:"max_release"`
 }
 
@@ -243,10 +244,19 @@ func (c *Config) LedgerLimits() []ledger.Limit {
 	for _, a := range c.Accounts.Analysts {
 		for _, b := range a.Budgets {
 			lim := ledger.Limit{Analyst: a.User, Database: b.Database, Budget: ledger.Amount{Epsilon: b.Epsilon, Delta: b.Delta}}
-			if capp := b.MaxRelease; capp != nil {
-				lim.MaxRelease = ledger.Amount{Epsilon: capp.Epsilon, Delta: capp.Delta}
-			} else if capp := a.MaxRelease; capp != nil {
-				lim.MaxRelease = ledger.Amount{Epsilon: capp.Epsilon, Delta: capp.Delta}
+			// Field by field: the budget's cap where it sets one, the
+			// analyst's otherwise (a budget capping only ε keeps the
+			// analyst's δ cap).
+			for _, capp := range []*Release{a.MaxRelease, b.MaxRelease} {
+				if capp == nil {
+					continue
+				}
+				if capp.Epsilon > 0 {
+					lim.MaxRelease.Epsilon = capp.Epsilon
+				}
+				if capp.Delta > 0 {
+					lim.MaxRelease.Delta = capp.Delta
+				}
 			}
 			out = append(out, lim)
 		}

@@ -362,3 +362,35 @@ func TestPasswordHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestCapsMergeByField: a budget's max_release overrides only the fields it
+// sets; the analyst's cap applies to the others (a budget capping ε alone
+// used to drop the analyst's δ cap).
+func TestCapsMergeByField(t *testing.T) {
+	for _, c := range []struct {
+		analyst, budget string
+		want            ledger.Amount
+	}{
+		{"", "", ledger.Amount{}},
+		{"{epsilon: 1, delta: 1e-7}", "", ledger.Amount{Epsilon: 1, Delta: 1e-7}},
+		{"{epsilon: 1, delta: 1e-7}", "{epsilon: 0.5}", ledger.Amount{Epsilon: 0.5, Delta: 1e-7}},
+		{"{epsilon: 1, delta: 1e-7}", "{delta: 1e-8}", ledger.Amount{Epsilon: 1, Delta: 1e-8}},
+		{"{delta: 1e-7}", "{epsilon: 2}", ledger.Amount{Epsilon: 2, Delta: 1e-7}},
+		{"", "{epsilon: 2, delta: 1e-6}", ledger.Amount{Epsilon: 2, Delta: 1e-6}},
+	} {
+		cfg := validConfig
+		if c.analyst != "" {
+			cfg = strings.Replace(cfg, "      budgets:\n", "      max_release: "+c.analyst+"\n      budgets:\n", 1)
+		}
+		if c.budget != "" {
+			cfg += "          max_release: " + c.budget + "\n"
+		}
+		conf, err := Parse([]byte(cfg), "/etc/dpsql")
+		if err != nil {
+			t.Fatalf("%s / %s: %v", c.analyst, c.budget, err)
+		}
+		if lim := conf.LedgerLimits(); len(lim) != 1 || lim[0].MaxRelease != c.want {
+			t.Errorf("analyst cap %s, budget cap %s: %+v, want %+v", c.analyst, c.budget, lim, c.want)
+		}
+	}
+}

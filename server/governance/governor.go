@@ -1,7 +1,7 @@
 // Package governance implements the policy of dpsql's governed server on
 // top of its configuration and its privacy-budget ledger:
 //
-//   - Governor, the functions.Governor of the engine: which tables are
+//   - Governor, the release.Governor of the engine: which tables are
 //     protected (and by which privacy-unit column), which sessions are
 //     governed (every account but the configured administrators), and the
 //     budget checks and charges of their releases through package ledger;
@@ -32,7 +32,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -80,7 +80,7 @@ type Options struct {
 	Ledger *ledger.Ledger
 }
 
-// Governor implements functions.Governor over a ledger. It is safe for
+// Governor implements release.Governor over a ledger. It is safe for
 // concurrent use.
 type Governor struct {
 	protected map[string]string // lower(db) + "\x00" + lower(table) -> privacy unit
@@ -94,7 +94,7 @@ type Governor struct {
 	inflight sync.WaitGroup
 }
 
-var _ functions.Governor = (*Governor)(nil)
+var _ release.Governor = (*Governor)(nil)
 
 // New returns a governor. Every analyst should have budgets in the ledger;
 // one without a budget on a database is refused there with a message
@@ -127,7 +127,7 @@ func tableKey(db, table string) string { return strings.ToLower(db) + "\x00" + s
 // Ledger returns the ledger the governor charges.
 func (g *Governor) Ledger() *ledger.Ledger { return g.ledger }
 
-// PrivacyUnit implements functions.Governor.
+// PrivacyUnit implements release.Governor.
 func (g *Governor) PrivacyUnit(database, table string) (string, bool) {
 	c, ok := g.protected[tableKey(database, table)]
 	return c, ok
@@ -152,13 +152,13 @@ func (g *Governor) SessionRole(ctx *sql.Context) Role {
 	return g.roles[User(ctx)]
 }
 
-// Governed implements functions.Governor: every session but an
+// Governed implements release.Governor: every session but an
 // administrator's is governed (fail closed).
 func (g *Governor) Governed(ctx *sql.Context) bool { return g.SessionRole(ctx) != Admin }
 
-// Check implements functions.Governor: the ledger's advisory check, for
+// Check implements release.Governor: the ledger's advisory check, for
 // governed sessions.
-func (g *Governor) Check(ctx *sql.Context, r functions.Release) error {
+func (g *Governor) Check(ctx *sql.Context, r release.Request) error {
 	if !g.Governed(ctx) {
 		return nil
 	}
@@ -171,10 +171,10 @@ func (g *Governor) Check(ctx *sql.Context, r functions.Release) error {
 	return nil
 }
 
-// Charge implements functions.Governor: the release is recorded durably in
+// Charge implements release.Governor: the release is recorded durably in
 // the ledger (synced to disk) before Charge returns nil. Administrators are
 // not charged.
-func (g *Governor) Charge(ctx *sql.Context, r functions.Release) error {
+func (g *Governor) Charge(ctx *sql.Context, r release.Request) error {
 	if !g.Governed(ctx) {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (g *Governor) Charge(ctx *sql.Context, r functions.Release) error {
 
 // describe is the audit description of a release: what was released over
 // which table, then the statement.
-func describe(r functions.Release) string {
+func describe(r release.Request) string {
 	var b strings.Builder
 	b.WriteString(r.Function)
 	if r.Table != "" {

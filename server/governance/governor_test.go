@@ -9,7 +9,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -45,8 +45,8 @@ func ctxOf(user string) *sql.Context {
 	return sql.NewContext(context.Background(), sql.WithSession(sess))
 }
 
-func rel(eps float64) functions.Release {
-	return functions.Release{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: eps, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: "SELECT DISTINCT url FROM visits"}
+func rel(eps float64) release.Request {
+	return release.Request{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: eps, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: "SELECT DISTINCT url FROM visits"}
 }
 
 func sqlCode(err error) int {

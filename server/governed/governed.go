@@ -31,6 +31,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
@@ -173,10 +174,14 @@ func New(o Options) (_ *Server, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
+	var popts []planner.PolicyOption
+	if fcfg.Rand != nil {
+		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
+	}
 	e, err := server.NewEngine(server.Config{
 		Provider:  p,
 		Functions: fcfg,
-		Rules:     append(planner.PolicyRules(gov), gov.Rules()...),
+		Rules:     append(planner.PolicyRules(gov, popts...), gov.Rules()...),
 	})
 	if err != nil {
 		return nil, err
@@ -401,7 +406,7 @@ func StorageType(typ string) (storage.Type, error) {
 
 // protect makes a protected table report no row count (information schema,
 // SHOW TABLE STATUS, the optimiser) and serve rows to governed sessions
-// only inside a private release (planner.ScanGuard, behind the planner's
+// only inside a private release (release.ScanGuard, behind the planner's
 // own guard).
 func protect(p *storage.Provider, gov *governance.Governor, t governance.ProtectedTable) error {
 	db, ok := p.Lookup(t.Database)
@@ -415,7 +420,7 @@ func protect(p *storage.Provider, gov *governance.Governor, t governance.Protect
 	if !slices.ContainsFunc(tbl.Columns(), func(c storage.Column) bool { return strings.EqualFold(c.Name, t.PrivacyUnit) }) {
 		return fmt.Errorf("protected table %s.%s: privacy unit %s is not a column", t.Database, t.Table, t.PrivacyUnit)
 	}
-	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts).WithScanGuard(planner.ScanGuard(gov, db.Name(), tbl.Name())))
+	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts).WithScanGuard(release.ScanGuard(gov, db.Name(), tbl.Name())))
 	return nil
 }
 

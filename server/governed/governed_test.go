@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/governed"
@@ -100,7 +100,7 @@ func TestLedgerChargesEachRelease(t *testing.T) {
 	if len(before) != 1 || before[0].SpentEps != 0 || before[0].Releases != 0 || before[0].RemainingEps != 1 {
 		t.Fatalf("fresh budget: %+v", before)
 	}
-	urls, err := release(conn)
+	urls, err := releaseURLs(conn)
 	if err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestLedgerChargesEachRelease(t *testing.T) {
 	if _, err := conn.ExecContext(context.Background(), "SET dp_epsilon = 0.25, dp_delta = 1e-6"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := release(conn); err != nil {
+	if _, err := releaseURLs(conn); err != nil {
 		t.Fatalf("second release: %v", err)
 	}
 	checkSpent(t, conn, 0.35, 1.1e-6, 2)
@@ -140,7 +140,7 @@ func TestLedgerChargesEachRelease(t *testing.T) {
 	if _, err := admin.Exec("USE shop"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := release(admin); err != nil {
+	if _, err := releaseURLs(admin); err != nil {
 		t.Fatal(err)
 	}
 	if recs, _ := s.Ledger().Audit(ledger.AuditFilter{}); len(recs) != 3 {
@@ -189,11 +189,11 @@ func TestLedgerExhaustedBudgetRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if _, err := release(conn); err != nil {
+		if _, err := releaseURLs(conn); err != nil {
 			t.Fatalf("release %d: %v", i+1, err)
 		}
 	}
-	_, err := release(conn)
+	_, err := releaseURLs(conn)
 	wantCode(t, "release over budget", err, governance.CodeBudget)
 	if err == nil || !strings.Contains(err.Error(), "privacy budget exceeded") || !strings.Contains(err.Error(), "has only ε=0,") {
 		t.Errorf("message: %v", err)
@@ -207,7 +207,7 @@ func TestLedgerExhaustedBudgetRefused(t *testing.T) {
 
 	// dave has no budget at all.
 	dave := sessionConn(t, d.connect(t, s.Addr(), "dave", davePass, false), "shop")
-	_, err = release(dave)
+	_, err = releaseURLs(dave)
 	wantCode(t, "analyst without budget", err, governance.CodeNoBudget)
 	if err == nil || !strings.Contains(err.Error(), "no privacy budget") {
 		t.Errorf("message: %v", err)
@@ -224,7 +224,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	s := d.start(t)
 	conn := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
 	for range 3 {
-		if _, err := release(conn); err != nil {
+		if _, err := releaseURLs(conn); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +241,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 		after[0].SpentDelta != before[0].SpentDelta || after[0].Last != before[0].Last {
 		t.Errorf("before restart %+v\nafter %+v", before, after)
 	}
-	if _, err := release(conn2); err != nil {
+	if _, err := releaseURLs(conn2); err != nil {
 		t.Fatal(err)
 	}
 	checkSpent(t, conn2, 0.4, 4e-7, 4)
@@ -282,7 +282,7 @@ func TestLedgerConcurrentReleasesNeverOverspend(t *testing.T) {
 				return
 			}
 			for range 4 {
-				_, err := release(conn)
+				_, err := releaseURLs(conn)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -533,7 +533,7 @@ func TestShutdownGraceful(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("shutdown took %v", time.Since(start))
 	}
-	if _, err := release(idle); err == nil {
+	if _, err := releaseURLs(idle); err == nil {
 		t.Error("the idle connection still works after shutdown")
 	}
 	if err := d.login(s.Addr(), "alice", alicePass, false); err == nil {
@@ -568,7 +568,7 @@ func TestShutdownGraceful(t *testing.T) {
 		t.Error("the canceled statement's client was not released")
 	}
 	// No release is charged after shutdown.
-	rel := functions.Release{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: 0.1, Delta: 1e-7}
+	rel := release.Request{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: 0.1, Delta: 1e-7}
 	if err := s2.Governor().Check(nil, rel); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("check after shutdown: %v", err)
 	}
@@ -641,7 +641,7 @@ func TestAccountManagement(t *testing.T) {
 	}
 	var n int
 	wantCode(t, "eve COUNT(*) of the protected table", eve.QueryRowContext(ctx, "SELECT COUNT(*) FROM visits").Scan(&n), 1142)
-	_, err := release(eve)
+	_, err := releaseURLs(eve)
 	wantCode(t, "eve's release (no budget)", err, governance.CodeNoBudget)
 
 	alice := sessionConn(t, d.connect(t, s.Addr(), "alice", alicePass, false), "shop")
@@ -752,7 +752,7 @@ func TestLedgerChargesEveryReleaseOfAStatement(t *testing.T) {
 	if _, err := bob.ExecContext(ctx, "SET dp_epsilon = 1.7"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = release(bob)
+	_, err = releaseURLs(bob)
 	wantCode(t, "over budget", err, governance.CodeBudget)
 	checkSpent(t, bob, 0.4, 4e-7, 4)
 }

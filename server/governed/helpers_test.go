@@ -276,7 +276,7 @@ func budget(t *testing.T, db queryer) []budgetRow {
 
 // release runs the DISTINCT release over visits and returns the released
 // urls.
-func release(db queryer) ([]string, error) {
+func releaseURLs(db queryer) ([]string, error) {
 	rows, err := db.QueryContext(context.Background(), "SELECT DISTINCT url FROM visits")
 	if err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
-package functions
+package gmsfix
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -277,3 +278,7 @@ func replaceSize(ctx *sql.Context, vals []any) (uint64, bool) {
 func (b *boundedString) DebugString() string {
 	return fmt.Sprintf("bounded(%s)", sql.DebugString(b.proto))
 }
+
+// BoundedStringType is the Go type of the functions BoundedStringFunctions
+// returns (allow-lists match it together with the function name).
+func BoundedStringType() reflect.Type { return reflect.TypeFor[*boundedString]() }
