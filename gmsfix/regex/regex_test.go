@@ -542,3 +542,61 @@ func BenchmarkCompile(b *testing.B) {
 		}
 	}
 }
+
+func TestCost(t *testing.T) {
+	for _, c := range []struct {
+		pat      string
+		min, max int
+	}{
+		{`abc`, 3, 8},
+		{`[ab]c`, 2, 6},
+		{`[ab]{1000}c`, 1000, 1010},
+		{`(?i)\w+@\w+\.com`, 6, 20},
+		{`(a|b|c)*`, 5, 15},
+	} {
+		n, err := Cost(c.pat, 0)
+		if err != nil || n < c.min || n > c.max {
+			t.Errorf("Cost(%q) = %d, %v; want %d … %d", c.pat, n, err, c.min, c.max)
+		}
+		// The estimate that chooses cancellable searches stays close.
+		prog, _ := compile(c.pat, 0)
+		if prog.size > 2*n || n > 2*prog.size+4 {
+			t.Errorf("%q: estimated size %d, %d instructions", c.pat, prog.size, n)
+		}
+	}
+	if _, err := Cost(`(a)\1`, 0); !ErrInvalidRegex.Is(err) {
+		t.Errorf("Cost of a backreference: %v", err)
+	}
+}
+
+// BenchmarkCostPerByte shows the time per byte following Cost, not the
+// pattern's length.
+func BenchmarkCostPerByte(b *testing.B) {
+	ctx := context.Background()
+	text := strings.Repeat("ab", 5000)
+	for _, pat := range []string{`[ab]c`, `[ab]{10}c`, `[ab]{100}c`, `[ab]{1000}c`} {
+		n, _ := Cost(pat, 0)
+		b.Run(pat+"/cost="+strconv.Itoa(n), func(b *testing.B) {
+			re := compiled(b, pat, 0, text)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				re.Matches(ctx, 0, 0)
+			}
+		})
+	}
+}
+
+// BenchmarkReplaceAllQuadratic shows a pattern whose every search reads to
+// the end of the text: replacing all its matches takes time quadratic in
+// the text (so does Go's regexp.ReplaceAllString).
+func BenchmarkReplaceAllQuadratic(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1000, 2000, 4000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			re := compiled(b, `.*!|a`, 0, strings.Repeat("a", n))
+			for b.Loop() {
+				re.Replace(ctx, "", 1, 0)
+			}
+		})
+	}
+}
