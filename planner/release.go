@@ -40,7 +40,7 @@ type Release struct {
 	schema  sql.Schema
 	outputs []sql.Expression // one column reference per output column, with its id
 	gov     release.Governor
-	rnd    func() *rand.Rand
+	rnd     func() *rand.Rand
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)

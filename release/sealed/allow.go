@@ -40,9 +40,9 @@ type rule struct {
 	constFrom int
 	// arity, when set, is the only accepted number of arguments.
 	arity int
-	// names, when set, are the only function names accepted for the type
-	// (one wrapper type serves several functions).
-	names []string
+	// guarded functions are evaluated inside gmsfix.Guarded, which refuses
+	// to build a result beyond the value limit (NULL).
+	guarded bool
 	// arith marks the arithmetic operators: go-mysql-server derives the
 	// scale of a division from the shape of the arithmetic tree under it,
 	// so nested arithmetic is evaluated as one unit, not cut into slots.
@@ -123,8 +123,8 @@ func init() {
 		typeOf[*function.Substring](), typeOf[function.Left](), typeOf[function.Right](), typeOf[*function.SubstringIndex](),
 		typeOf[*function.Trim](), typeOf[*function.LeftTrim](), typeOf[*function.RightTrim](), typeOf[*function.Reverse]())
 	allow(op("String", "CONCAT", "CONCAT_WS"), rule{}, typeOf[*function.Concat](), typeOf[*function.ConcatWithSeparator]())
-	allow(noted(op("String", "REPLACE", "LPAD", "RPAD"), "NULL when the result would exceed the value limit"), rule{},
-		gmsfix.BoundedStringType())
+	allow(noted(op("String", "REPLACE", "LPAD", "RPAD"), "NULL when the result would exceed the value limit"), rule{guarded: true},
+		typeOf[*function.Replace](), typeOf[*function.Pad]())
 	allow(op("String", "LOCATE", "INSTR", "STRCMP", "FIELD", "FIND_IN_SET", "ELT", "ASCII", "ORD", "CHAR", "SOUNDEX"), rule{},
 		typeOf[*function.Locate](), typeOf[function.Instr](), typeOf[*function.StrCmp](), typeOf[*function.Field](),
 		typeOf[*function.FindInSet](), typeOf[*function.Elt](), typeOf[*function.Ascii](), typeOf[*function.Ord](),

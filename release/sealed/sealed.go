@@ -122,7 +122,7 @@ func Compile(ctx *sql.Context, exprs []sql.Expression, ncols int, lim Limits) (*
 	c := &compiler{p: p, ctx: ctx}
 	nodes := 0
 	for _, e := range exprs {
-		e, err := prepare(ctx, e)
+		e, err := prepare(ctx, e, lim)
 		if err != nil {
 			return nil, err
 		}
@@ -150,10 +150,20 @@ func (p *Program) Len() int { return len(p.roots) }
 func (p *Program) Type(i int) sql.Type { return p.types[i] }
 
 // prepare resolves variables to constants, puts linear-time LIKE in the
-// place of go-mysql-server's, and drops aliases.
-func prepare(ctx *sql.Context, e sql.Expression) (sql.Expression, error) {
+// place of go-mysql-server's, drops aliases, and bounds the functions whose
+// result could exceed the value limit.
+func prepare(ctx *sql.Context, e sql.Expression, lim Limits) (sql.Expression, error) {
 	e, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		if r := allowed[reflect.TypeOf(e)]; r != nil && r.guarded {
+			return gmsfix.Guard(e, lim.MaxValueBytes), transform.NewTree, nil
+		}
 		switch x := e.(type) {
+		case *gmsfix.Guarded:
+			// Guarded again with the release's own limit.
+			if r := allowed[reflect.TypeOf(x.Fn)]; r != nil && r.guarded {
+				return gmsfix.Guard(x.Fn, lim.MaxValueBytes), transform.NewTree, nil
+			}
+			return x.Fn, transform.NewTree, nil
 		case *expression.Alias:
 			return x.Child, transform.NewTree, nil
 		case *expression.Like:
@@ -198,17 +208,10 @@ func check(e sql.Expression) (int, error) {
 		if err != nil {
 			return true
 		}
-		r, ok := allowed[reflect.TypeOf(e)]
-		if !ok {
+		r := ruleOf(e)
+		if r == nil {
 			err = &NotAllowedError{Expr: describe(e)}
 			return true
-		}
-		if len(r.names) > 0 {
-			f, _ := e.(sql.FunctionExpression)
-			if f == nil || !containsFold(r.names, f.FunctionName()) {
-				err = &NotAllowedError{Expr: describe(e)}
-				return true
-			}
 		}
 		args := e.Children()
 		if r.arity > 0 && len(args) != r.arity {
@@ -231,6 +234,18 @@ func check(e sql.Expression) (int, error) {
 		return false
 	})
 	return n, err
+}
+
+// ruleOf returns the allow-list's rule for e (a Guarded call: its
+// function's, when that function is evaluated guarded), or nil.
+func ruleOf(e sql.Expression) *rule {
+	if g, ok := e.(*gmsfix.Guarded); ok {
+		if r := allowed[reflect.TypeOf(g.Fn)]; r != nil && r.guarded {
+			return r
+		}
+		return nil
+	}
+	return allowed[reflect.TypeOf(e)]
 }
 
 func containsFold(names []string, s string) bool {
@@ -288,7 +303,7 @@ func (c *compiler) checkConstants(e sql.Expression) error {
 		if _, lit := e.(*expression.Literal); lit || !isConstant(e) {
 			return false // descend
 		}
-		if r := allowed[reflect.TypeOf(e)]; r != nil && r.structural {
+		if r := ruleOf(e); r != nil && r.structural {
 			return false
 		}
 		v, evalErr := safeEval(sctx, e, nil)
@@ -330,7 +345,7 @@ func (c *compiler) unit(e sql.Expression) int {
 
 // matchWork returns the work model of a matcher unit (nil for others).
 func (c *compiler) matchWork(e sql.Expression) *matchWork {
-	r := allowed[reflect.TypeOf(e)]
+	r := ruleOf(e)
 	args := e.Children()
 	if r == nil || r.matchCost == nil || len(args) < 2 {
 		return nil
@@ -373,7 +388,7 @@ func (c *compiler) inner(e sql.Expression, reads map[int]bool, top bool) sql.Exp
 	if isConstant(e) {
 		return e
 	}
-	r := allowed[reflect.TypeOf(e)]
+	r := ruleOf(e)
 	if !top && !r.structural && !r.arith {
 		out := c.unit(e)
 		reads[out] = true
@@ -385,7 +400,7 @@ func (c *compiler) inner(e sql.Expression, reads map[int]bool, top bool) sql.Exp
 	}
 	na := make([]sql.Expression, len(args))
 	for i, a := range args {
-		ar := allowed[reflect.TypeOf(a)]
+		ar := ruleOf(a)
 		switch {
 		case ar != nil && ar.arith && r.arith:
 			na[i] = c.inner(a, reads, true) // nested arithmetic stays in the unit

@@ -63,9 +63,8 @@ func newSession(parent *sql.Context, maxValueBytes int) *session {
 			base.SetCurrentDatabase(db)
 		}
 	}
-	// Bound the string functions that honour max_allowed_packet (REPEAT,
-	// LPAD, RPAD, REPLACE through gmsfix.BoundedStringFunctions): beyond
-	// it they return NULL instead of building the value.
+	// max_allowed_packet is the release's value limit, as a session sees
+	// it (LPAD, RPAD and REPLACE are bounded by it through gmsfix.Guarded).
 	_ = base.InitSessionVariable(ctx, "max_allowed_packet", int64(maxValueBytes))
 	return s
 }

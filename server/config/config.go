@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -59,6 +60,8 @@ type Config struct {
 	// Views are created at start in the databases of the datasets (views
 	// created with SQL last until the server stops).
 	Views []View `yaml:"views"`
+	// Limits bound statements, accounts, connections and releases.
+	Limits Limits `yaml:"limits"`
 
 	// Path is the file the configuration was read from ("" for Parse).
 	Path string `yaml:"-"`
@@ -115,6 +118,29 @@ func (d Defaults) Options() setunion.Options {
 		o.Rounds = *d.Rounds
 	}
 	return o
+}
+
+// Limits are the server's resource limits; an omitted (zero) field keeps
+// its default (README, section "Limits"). Sizes are bytes, times are Go
+// durations ("10m", "30s").
+type Limits struct {
+	MaxStatementBytes        int           `yaml:"max_statement_bytes"`
+	MaxStatementTokens       int           `yaml:"max_statement_tokens"`
+	MaxOperators             int           `yaml:"max_operators"`
+	MaxNesting               int           `yaml:"max_nesting"`
+	MaxInList                int           `yaml:"max_in_list"`
+	MaxExecutionTime         time.Duration `yaml:"max_execution_time"`
+	MaxStringBytes           int           `yaml:"max_string_bytes"`
+	MaxStatementsPerAccount  int           `yaml:"max_statements_per_account"`
+	MaxConnections           int           `yaml:"max_connections"`
+	AdminConnections         int           `yaml:"admin_connections"`
+	MaxConnectionsPerAccount int           `yaml:"max_connections_per_account"`
+	HandshakeTimeout         time.Duration `yaml:"handshake_timeout"`
+	MaxPendingHandshakes     int           `yaml:"max_pending_handshakes"`
+	// ReleaseValueBytes and ReleaseRowWork bound the sealed evaluation of a
+	// release's expressions (values produced, bytes read per row).
+	ReleaseValueBytes int `yaml:"release_value_bytes"`
+	ReleaseRowWork    int `yaml:"release_row_work"`
 }
 
 // Dataset is a table loaded at start from a file.
@@ -463,6 +489,16 @@ func (v *validator) validate(c *Config, dir string) {
 		v.errorf(at("defaults", "mechanism"), "defaults: %v", err)
 	} else if err := c.Defaults.Options().Validate(); err != nil {
 		v.errorf(at("defaults"), "defaults: %v", err)
+	}
+
+	// limits
+	lv := reflect.ValueOf(c.Limits)
+	for i := range lv.NumField() {
+		f := lv.Field(i)
+		key, _, _ := strings.Cut(lv.Type().Field(i).Tag.Get("yaml"), ",")
+		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 {
+			v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default), got %v", key, f.Interface())
+		}
 	}
 
 	// datasets

@@ -32,6 +32,7 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
@@ -174,7 +175,8 @@ func New(o Options) (_ *Server, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
-	var popts []planner.PolicyOption
+	lim := serverLimits(cfg.Limits)
+	popts := []planner.PolicyOption{planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork})}
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
 	}
@@ -182,6 +184,8 @@ func New(o Options) (_ *Server, err error) {
 		Provider:  p,
 		Functions: fcfg,
 		Rules:     append(planner.PolicyRules(gov, popts...), gov.Rules()...),
+		Checks:    []planner.Check{governance.KillCheck},
+		Limits:    lim,
 	})
 	if err != nil {
 		return nil, err
@@ -254,6 +258,9 @@ func New(o Options) (_ *Server, err error) {
 		Listener:           o.Listener,
 		ConnReadTimeout:    cmp.Or(o.ConnReadTimeout, ConnReadTimeout),
 		DefaultDatabaseFor: func(user string) string { return defaultDB[user] },
+		Limits:             lim,
+		Governed:           func(user string) bool { return gov.Role(user) != governance.Admin },
+		IsAdmin:            func(user string) bool { return gov.Role(user) == governance.Admin },
 	}
 	if cfg.TLS != nil {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
@@ -268,6 +275,26 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	return &Server{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw}, nil
+}
+
+// serverLimits converts the configuration's limits (zero fields take the
+// defaults of server.DefaultLimits).
+func serverLimits(l config.Limits) server.Limits {
+	return server.Limits{
+		MaxStatementBytes:        l.MaxStatementBytes,
+		MaxStatementTokens:       l.MaxStatementTokens,
+		MaxOperators:             l.MaxOperators,
+		MaxNesting:               l.MaxNesting,
+		MaxInList:                l.MaxInList,
+		MaxExecutionTime:         l.MaxExecutionTime,
+		MaxStringBytes:           l.MaxStringBytes,
+		MaxStatementsPerAccount:  l.MaxStatementsPerAccount,
+		MaxConnections:           l.MaxConnections,
+		AdminConnections:         l.AdminConnections,
+		MaxConnectionsPerAccount: l.MaxConnectionsPerAccount,
+		HandshakeTimeout:         l.HandshakeTimeout,
+		MaxPendingHandshakes:     l.MaxPendingHandshakes,
+	}.WithDefaults()
 }
 
 // createView runs CREATE VIEW for a view of the configuration, as admin.

@@ -652,7 +652,6 @@ func TestAccountManagement(t *testing.T) {
 		"ALTER USER 'bob'@'%' IDENTIFIED BY 'z'",
 		"SELECT * FROM mysql.user",
 		"INSERT INTO products VALUES ('D4', 'date')",
-		"KILL 1",
 		"SHOW PROCESSLIST",
 		"SELECT LOAD_FILE('/etc/hostname')",
 		"SELECT * FROM products INTO OUTFILE '/tmp/dpsql-outfile-test'",
@@ -771,4 +770,49 @@ func TestLedgerChargesNgrams(t *testing.T) {
 	}
 	rows.Close()
 	checkSpent(t, bob, 0.3, 1e-7, 1)
+}
+
+// TestAnalystKillsOwnStatements: an analyst may KILL (QUERY or CONNECTION)
+// their own connections from another of their connections, and may not
+// kill an administrator's or another analyst's (MySQL error 1095).
+func TestAnalystKillsOwnStatements(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	ctx := context.Background()
+	connID := func(c *dbsql.Conn) int64 {
+		var id int64
+		if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	alice := d.connect(t, s.Addr(), "alice", alicePass, false)
+	a1, a2 := sessionConn(t, alice, "shop"), sessionConn(t, alice, "shop")
+	admin := sessionConn(t, d.connect(t, s.Addr(), "admin", adminPass, false), "shop")
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	for _, q := range []string{"KILL QUERY %d", "KILL CONNECTION %d"} {
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(admin))); mysqlCode(err) != 1095 {
+			t.Errorf("alice: %s of the admin's connection: %v, want 1095", q, err)
+		}
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(bob))); mysqlCode(err) != 1095 {
+			t.Errorf("alice: %s of bob's connection: %v, want 1095", q, err)
+		}
+	}
+	if _, err := a1.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", connID(a2))); err != nil {
+		t.Errorf("alice: KILL QUERY of her own connection: %v", err)
+	}
+	id2 := connID(a2)
+	if _, err := a1.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id2)); err != nil {
+		t.Errorf("alice: KILL CONNECTION of her own connection: %v", err)
+	}
+	if err := a2.PingContext(ctx); err == nil {
+		var one int
+		if err := a2.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
+			t.Error("alice's killed connection still answers")
+		}
+	}
+	// The administrator may kill anyone's.
+	if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", connID(bob))); err != nil {
+		t.Errorf("admin: KILL QUERY of bob's connection: %v", err)
+	}
 }

@@ -247,6 +247,9 @@ func (o Options) Validate() error {
 	if o.Rounds < 1 || o.Rounds > MaxRounds {
 		return fmt.Errorf("rounds must be an integer from 1 to %d, got %d", MaxRounds, o.Rounds)
 	}
+	if err := o.checkCost(); err != nil {
+		return err
+	}
 	if o.Mechanism == GreedyPublic && o.Public == nil {
 		return fmt.Errorf("mechanism greedy_public needs a public frequency table (item -> count) that is not derived from the protected data")
 	}
