@@ -35,6 +35,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dpsql/dpsql/server/ledger"
+	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
@@ -62,6 +63,8 @@ type Config struct {
 	Views []View `yaml:"views"`
 	// Limits bound statements, accounts, connections and releases.
 	Limits Limits `yaml:"limits"`
+	// Accounting is how releases are charged to budgets.
+	Accounting Accounting `yaml:"accounting"`
 	// AllowUnprovenMechanisms lets releases use the mechanisms without a
 	// privacy proof (greedy_frequency_unproven, greedy_public_unproven),
 	// refused otherwise. Leave it off unless you know why you need them.
@@ -122,6 +125,23 @@ func (d Defaults) Options() setunion.Options {
 		o.Rounds = *d.Rounds
 	}
 	return o
+}
+
+// Accounting chooses the ledger's accounting: method zcdp (the default) or
+// basic, and for zcdp the share of a budget's δ set aside for the releases'
+// thresholds (0: accounting.DefaultThresholdShare).
+type Accounting struct {
+	Method         string  `yaml:"method"`
+	ThresholdShare float64 `yaml:"threshold_share"`
+}
+
+// LedgerAccounting returns the accounting for ledger.Open.
+func (a Accounting) LedgerAccounting() ledger.Accounting {
+	m := ledger.ZCDP
+	if a.Method != "" {
+		m = ledger.Method(a.Method)
+	}
+	return ledger.Accounting{Method: m, ThresholdShare: a.ThresholdShare}
 }
 
 // Limits are the server's resource limits; an omitted (zero) field keeps
@@ -493,6 +513,17 @@ func (v *validator) validate(c *Config, dir string) {
 		v.errorf(at("defaults", "mechanism"), "defaults: %v", err)
 	} else if err := c.Defaults.Options().Validate(); err != nil {
 		v.errorf(at("defaults"), "defaults: %v", err)
+	}
+
+	// accounting
+	switch strings.ToLower(c.Accounting.Method) {
+	case "", string(ledger.ZCDP), string(ledger.Basic):
+		c.Accounting.Method = strings.ToLower(c.Accounting.Method)
+	default:
+		v.errorf(at("accounting", "method"), "accounting.method must be zcdp (the default: Gaussian releases add up in zero-concentrated DP) or basic (Σε, Σδ), got %q", c.Accounting.Method)
+	}
+	if s := c.Accounting.ThresholdShare; s != 0 && !(s > 0 && s < 1) {
+		v.errorf(at("accounting", "threshold_share"), "accounting.threshold_share must be in (0, 1) (0 or omitted: %v), got %v", accounting.DefaultThresholdShare, s)
 	}
 
 	// limits

@@ -165,7 +165,7 @@ func (g *Governor) Check(ctx *sql.Context, r release.Request) error {
 	if g.closing.Load() {
 		return errShutdown()
 	}
-	if err := g.ledger.Check(User(ctx), r.Database, r.Epsilon, r.Delta); err != nil {
+	if err := g.ledger.CheckCost(User(ctx), r.Database, r.LedgerCost()); err != nil {
 		return chargeError(err)
 	}
 	return nil
@@ -195,7 +195,7 @@ func (g *Governor) Charge(ctx *sql.Context, r release.Request) error {
 	if ctx != nil && ctx.Session != nil {
 		meta.Connection = ctx.Session.ID()
 	}
-	if _, err := g.ledger.Charge(c, User(ctx), r.Database, r.Epsilon, r.Delta, meta); err != nil {
+	if _, err := g.ledger.ChargeCost(c, User(ctx), r.Database, r.LedgerCost(), meta); err != nil {
 		return chargeError(err)
 	}
 	return nil

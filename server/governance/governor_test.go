@@ -139,9 +139,11 @@ func TestGovernorBudgetRowsAndCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 || rows[0][0] != "alice" || rows[0][1] != "shop" || rows[0][4] != 0.25 || rows[0][6] != 0.75 ||
-		rows[0][8] != 0.5 || rows[0][9] != nil || rows[0][10] != int64(1) || rows[0][11] == nil || rows[0][12] != int8(1) ||
-		rows[1][1] != "web" || rows[1][9] != 1e-6 || rows[1][11] != nil {
+	// analyst, database, budget ε, δ, accounting, spent ε, δ, remaining ε, δ,
+	// basic ε, δ, cap ε, δ, releases, last, active.
+	if len(rows) != 2 || rows[0][0] != "alice" || rows[0][1] != "shop" || rows[0][4] != "basic" || rows[0][5] != 0.25 || rows[0][7] != 0.75 ||
+		rows[0][9] != 0.25 || rows[0][11] != 0.5 || rows[0][12] != nil || rows[0][13] != int64(1) || rows[0][14] == nil || rows[0][15] != int8(1) ||
+		rows[1][1] != "web" || rows[1][12] != 1e-6 || rows[1][14] != nil {
 		t.Errorf("alice's rows %v", rows)
 	}
 	if rows, _ := g.BudgetRows(ctxOf("root")); len(rows) != 3 {

@@ -117,7 +117,7 @@ func New(o Options) (_ *Server, err error) {
 
 	// The ledger first: a second server on the same data directory fails
 	// before loading anything.
-	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout})
+	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout, Accounting: cfg.Accounting.LedgerAccounting()})
 	if err != nil {
 		return nil, err
 	}

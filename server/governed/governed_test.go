@@ -328,8 +328,9 @@ func TestBudgetFunctionAnalystVsAdmin(t *testing.T) {
 	}
 	cols, _ := rows.Columns()
 	rows.Close()
-	want := []string{"analyst", "database_name", "budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
-		"remaining_epsilon", "remaining_delta", "max_release_epsilon", "max_release_delta", "releases", "last_release", "active"}
+	want := []string{"analyst", "database_name", "budget_epsilon", "budget_delta", "accounting", "spent_epsilon", "spent_delta",
+		"remaining_epsilon", "remaining_delta", "basic_epsilon", "basic_delta", "max_release_epsilon", "max_release_delta",
+		"releases", "last_release", "active"}
 	if !slices.Equal(cols, want) {
 		t.Errorf("columns %v, want %v", cols, want)
 	}
@@ -815,4 +816,38 @@ func TestAnalystKillsOwnStatements(t *testing.T) {
 	if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", connID(bob))); err != nil {
 		t.Errorf("admin: KILL QUERY of bob's connection: %v", err)
 	}
+}
+
+// TestZCDPAccountingOverTheWire: with the configuration's default
+// accounting (zcdp), bob's budget of ε = 2, δ = 1e-5 takes many more
+// releases at ε = 0.5, δ = 1e-6 than the 4 basic composition allows;
+// DP_BUDGET() shows both accountings, and the refusal says why.
+func TestZCDPAccountingOverTheWire(t *testing.T) {
+	d := newDeploymentWith(t, false, "zcdp")
+	s := d.start(t)
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	if _, err := bob.ExecContext(context.Background(), "SET dp_epsilon = 0.5, dp_delta = 1e-6"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var last error
+	for ; n < 200; n++ {
+		if _, last = releaseURLs(bob); last != nil {
+			break
+		}
+	}
+	wantCode(t, "release beyond the zCDP budget", last, governance.CodeBudget)
+	if n <= 8 {
+		t.Errorf("%d releases at ε = 0.5 fit a budget of ε = 2 under zCDP; basic composition fits 4", n)
+	}
+	if !strings.Contains(last.Error(), "zCDP") {
+		t.Errorf("refusal: %v", last)
+	}
+	b := budget(t, bob)
+	if len(b) != 1 || b[0].Accounting != "zcdp" || b[0].Releases != int64(n) || b[0].SpentEps > 2 ||
+		b[0].BasicEps < 0.5*float64(n)-1e-9 || b[0].BasicEps > 0.5*float64(n)+1e-9 {
+		t.Errorf("bob's budget after %d releases: %+v", n, b)
+	}
+	t.Logf("%d releases at ε = 0.5, δ = 1e-6 within (2, 1e-5) under zCDP (basic composition: 4); spent ε=%.3f, δ=%.3g; basic Σε=%.1f",
+		n, b[0].SpentEps, b[0].SpentDelta, b[0].BasicEps)
 }
