@@ -88,6 +88,8 @@ datasets:
       - {name: path, type: TEXT}
       - {name: title, type: TEXT}
     public: true
+limits:
+  max_budget_delta: 0.5
 accounts:
   admins:
     - {user: %s, password_hash: '%s'}

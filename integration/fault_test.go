@@ -358,6 +358,8 @@ datasets:
       - {name: item, type: VARCHAR(32)}
       - {name: note, type: TEXT}
     privacy_unit: user_id
+limits:
+  max_budget_delta: 0.5
 accounts:
   admins:
     - {user: admin, password_hash: '%s'}

@@ -165,7 +165,18 @@ type Limits struct {
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`
 	ReleaseRowWork    int `yaml:"release_row_work"`
+	// MinEpsilon, MinDelta and MaxDelta bound every release's ε and δ
+	// (governance.DefaultBounds: 0.001, 1e-15, 1e-5); MaxBudgetDelta bounds
+	// the δ of a budget (default 1e-4).
+	MinEpsilon     float64 `yaml:"min_epsilon"`
+	MinDelta       float64 `yaml:"min_delta"`
+	MaxDelta       float64 `yaml:"max_delta"`
+	MaxBudgetDelta float64 `yaml:"max_budget_delta"`
 }
+
+// DefaultMaxBudgetDelta is the largest δ of a budget unless
+// limits.max_budget_delta raises it.
+const DefaultMaxBudgetDelta = 1e-4
 
 // Dataset is a table loaded at start from a file.
 type Dataset struct {
@@ -534,6 +545,9 @@ func (v *validator) validate(c *Config, dir string) {
 		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 {
 			v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default), got %v", key, f.Interface())
 		}
+		if f.Kind() == reflect.Float64 && (!(f.Float() >= 0) || math.IsInf(f.Float(), 0) || f.Float() >= 1 && key != "min_epsilon") {
+			v.errorf(at("limits", key), "limits.%s must be a number ≥ 0 (0 or omitted: the default) and, for a δ, below 1; got %v", key, f.Interface())
+		}
 	}
 
 	// datasets
@@ -740,8 +754,15 @@ func (v *validator) validate(c *Config, dir string) {
 			if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
 				v.errorf(bp("epsilon"), "%s: epsilon must be a finite number > 0, got %v", bwhat, b.Epsilon)
 			}
-			if !(b.Delta > 0 && b.Delta < 1) {
+			maxBudgetDelta := c.Limits.MaxBudgetDelta
+			if maxBudgetDelta == 0 {
+				maxBudgetDelta = DefaultMaxBudgetDelta
+			}
+			switch {
+			case !(b.Delta > 0 && b.Delta < 1):
 				v.errorf(bp("delta"), "%s: delta must be > 0 and < 1 (every set-union mechanism needs δ > 0), got %v", bwhat, b.Delta)
+			case b.Delta > maxBudgetDelta:
+				v.errorf(bp("delta"), "%s: delta %v is above %v: over its releases the analyst would learn values that one person holds with probability up to δ; lower it, or raise limits.max_budget_delta if you mean it", bwhat, b.Delta, maxBudgetDelta)
 			}
 			if b.MaxRelease != nil {
 				v.release(bp("max_release"), bwhat, b.MaxRelease)

@@ -394,3 +394,18 @@ func TestCapsMergeByField(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetDeltaCeiling: a budget δ above limits.max_budget_delta (1e-4 by
+// default) is refused with a message saying why and how to raise it.
+func TestBudgetDeltaCeiling(t *testing.T) {
+	big := strings.Replace(validConfig, "          delta: 1e-5", "          delta: 0.01", 1)
+	if _, err := Parse([]byte(big), "/etc/dpsql"); err == nil || !strings.Contains(err.Error(), "max_budget_delta") {
+		t.Fatalf("δ = 0.01 budget: %v", err)
+	}
+	if _, err := Parse([]byte(big+"limits:\n  max_budget_delta: 0.05\n"), "/etc/dpsql"); err != nil {
+		t.Fatalf("raised ceiling: %v", err)
+	}
+	if _, err := Parse([]byte(validConfig+"limits:\n  max_delta: 2\n"), "/etc/dpsql"); err == nil {
+		t.Fatal("limits.max_delta = 2 accepted")
+	}
+}

@@ -163,3 +163,38 @@ func TestGovernorBudgetRowsAndCaps(t *testing.T) {
 		t.Errorf("bob has no cap, got %v", eps)
 	}
 }
+
+// TestGovernorBounds: a governed release below the ε floor, or outside the
+// δ range, is refused with error 1210 naming the setting, before anything
+// is charged; administrators are not bound.
+func TestGovernorBounds(t *testing.T) {
+	g := newGovernor(t)
+	for _, c := range []struct {
+		eps, delta float64
+		setting    string
+	}{
+		{5e-324, 1e-7, "limits.min_epsilon"},
+		{1e-4, 1e-7, "limits.min_epsilon"},
+		{0.1, 1e-20, "limits.min_delta"},
+		{0.1, 0.5, "limits.max_delta"},
+		{0.1, 2e-5, "limits.max_delta"},
+	} {
+		r := rel(c.eps)
+		r.Delta = c.delta
+		for _, call := range []func(*sql.Context, release.Request) error{g.Check, g.Charge} {
+			err := call(ctxOf("alice"), r)
+			if sqlCode(err) != mysql.ERWrongArguments || !strings.Contains(err.Error(), c.setting) {
+				t.Errorf("ε=%g δ=%g: %v, want 1210 naming %s", c.eps, c.delta, err, c.setting)
+			}
+		}
+	}
+	if b, _ := g.Ledger().Balance("alice", "shop"); b.Releases != 0 {
+		t.Errorf("refused releases were charged: %+v", b)
+	}
+	if err := g.Charge(ctxOf("root"), rel(1e-9)); err != nil {
+		t.Errorf("admin: %v", err)
+	}
+	if err := g.Charge(ctxOf("alice"), rel(1e-3)); err != nil {
+		t.Errorf("ε at the floor: %v", err)
+	}
+}

@@ -161,7 +161,8 @@ func New(o Options) (_ *Server, err error) {
 	for _, a := range cfg.Accounts.Analysts {
 		analysts = append(analysts, a.User)
 	}
-	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l})
+	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l,
+		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta}})
 	if err != nil {
 		return nil, err
 	}
