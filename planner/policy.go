@@ -9,6 +9,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/mysql"
@@ -16,6 +17,7 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/sealed"
+	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
 
 // Rule ids of the analyst rules.
@@ -127,7 +129,7 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 				if ie, ok := proj.Projections[i].(sql.IdExpression); ok {
 					id = ie.Id()
 				}
-				refs[i] = expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable)
+				refs[i] = columnRef(i, id, c)
 			}
 			var out sql.Node = plan.NewProject(refs, r)
 			if len(order) > 0 {
@@ -352,6 +354,7 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 		keys[i] = unalias(e)
 	}
 	out := make([]int, len(g.SelectedExprs))
+	var aggs []aggregate
 	for i, e := range g.SelectedExprs {
 		out[i] = -1
 		for k, key := range keys {
@@ -360,11 +363,131 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 				break
 			}
 		}
-		if out[i] < 0 {
-			return nil, nil // an aggregate or a non-key column: the guard refuses
+		if out[i] >= 0 {
+			continue
 		}
+		a, ok, err := aggregateOf(src, unalias(e))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, nil // a non-key column: the guard refuses
+		}
+		out[i] = len(keys) + len(aggs)
+		aggs = append(aggs, a)
+	}
+	if len(aggs) > 0 {
+		return p.newAggregateRelease(ctx, src, keys, aggs, out, g)
 	}
 	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema(), g.SelectedExprs)
+}
+
+// aggregate is one DP aggregate of a private GROUP BY: its kind and the
+// expression whose values it aggregates (nil for COUNT(*) and
+// COUNT(DISTINCT privacy_unit)).
+type aggregate struct {
+	kind  dpagg.Kind
+	value sql.Expression
+}
+
+// aggregateOf recognises the aggregates a private GROUP BY offers: COUNT(*),
+// COUNT(expr), COUNT(DISTINCT privacy_unit), SUM(expr), AVG(expr). ok is
+// false for an expression that is no aggregate; any other aggregate is an
+// error saying which are offered.
+func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
+	refuse := func(what string) (aggregate, bool, error) {
+		return aggregate{}, false, release.ErrAccess(src.db, src.name, fmt.Sprintf(
+			"%s is not offered; a private GROUP BY releases noisy COUNT(*), COUNT(expr), COUNT(DISTINCT %s), SUM(expr) and AVG(expr) per privately chosen key (SUM and AVG need dp_contribution_bounds)", what, src.unit))
+	}
+	switch x := e.(type) {
+	case *aggregation.Count:
+		if w := x.Window(); w != nil {
+			return refuse("a window function")
+		}
+		if isConstantNonNull(x.Child) {
+			return aggregate{kind: dpagg.CountRows}, true, nil
+		}
+		return aggregate{kind: dpagg.CountValues, value: x.Child}, true, nil
+	case *aggregation.CountDistinct:
+		if ch := x.Children(); len(ch) == 1 {
+			if gf, ok := ch[0].(*expression.GetField); ok && strings.EqualFold(gf.Name(), src.unit) {
+				return aggregate{kind: dpagg.CountUnits}, true, nil
+			}
+		}
+		return refuse(fmt.Sprintf("COUNT(DISTINCT …) of anything but the privacy unit %s (for the distinct values themselves, use SELECT DISTINCT)", src.unit))
+	case *aggregation.Sum:
+		return aggregate{kind: dpagg.Sum, value: x.Child}, true, nil
+	case *aggregation.Avg:
+		return aggregate{kind: dpagg.Avg, value: x.Child}, true, nil
+	case sql.Aggregation:
+		return refuse(describeAggregate(e))
+	}
+	return aggregate{}, false, nil
+}
+
+func describeAggregate(e sql.Expression) string {
+	if f, ok := e.(sql.FunctionExpression); ok {
+		return strings.ToUpper(f.FunctionName()) + "()"
+	}
+	return e.String()
+}
+
+// isConstantNonNull reports whether e is a constant that is not NULL (the
+// planbuilder writes COUNT(*) as COUNT(1)).
+func isConstantNonNull(e sql.Expression) bool {
+	if _, ok := e.(*expression.Star); ok {
+		return true
+	}
+	l, ok := e.(*expression.Literal)
+	return ok && l.Value() != nil
+}
+
+// newAggregateRelease builds the release of a private GROUP BY with DP
+// aggregates: the options from the session (and the statement's SET_VAR
+// hints), calibrated now so that bad options fail before any charge.
+func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, g *plan.GroupBy) (*Release, error) {
+	kinds := make([]dpagg.Kind, len(aggs))
+	var values []sql.Expression
+	valueOf := make([]int, len(aggs))
+	for i, a := range aggs {
+		kinds[i] = a.kind
+		valueOf[i] = -1
+		if a.value != nil {
+			valueOf[i] = len(keys) + len(values)
+			values = append(values, a.value)
+		}
+	}
+	if err := functions.SessionHintsError(ctx); err != nil {
+		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s", src.db, src.name, err)
+	}
+	ap, err := functions.SessionAggregateParams(ctx)
+	if err == nil {
+		var o dpagg.Options
+		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		if err == nil {
+			var plan *dpagg.Plan
+			if plan, err = dpagg.Calibrate(o); err == nil {
+				r, err := p.newRelease(ctx, src, aggregateRows, append(keys, values...), out, nil, g.Schema(), g.SelectedExprs)
+				if err != nil {
+					return nil, err
+				}
+				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
+				return r, nil
+			}
+		}
+	}
+	return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s (check the dp_* session variables)", src.db, src.name, err)
+}
+
+// columnRef is a reference to column i of a release's output whose column
+// id is id (NewGetFieldWithTable takes a table id, and sets the column id
+// to the index).
+func columnRef(i int, id sql.ColumnId, c *sql.Column) *expression.GetField {
+	gf := expression.NewGetFieldWithTable(i, 0, c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable)
+	if id == 0 {
+		return gf
+	}
+	return gf.WithId(id).(*expression.GetField)
 }
 
 func unalias(e sql.Expression) sql.Expression {
@@ -400,7 +523,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 				id = ie.Id()
 			}
 		}
-		r.outputs = append(r.outputs, expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable))
+		r.outputs = append(r.outputs, columnRef(i, id, c))
 	}
 	tschema := src.table.Schema()
 	bind := func(e sql.Expression, what string) (release.Expr, error) {
@@ -421,13 +544,16 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 	}
 	var scanKeys []release.Expr
 	switch mode {
-	case distinctRows:
+	case distinctRows, aggregateRows:
 		for _, k := range keys {
 			b, err := bind(k, "selected columns")
 			if err != nil {
 				return nil, err
 			}
 			scanKeys = append(scanKeys, b)
+		}
+		if err := functions.SessionHintsError(ctx); err != nil {
+			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 		}
 		params := functions.SessionParams(ctx)
 		o, err := params.Options()
