@@ -88,11 +88,156 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	// copies an aliased expression, subquery included, into two
 	// projections) are made and charged once.
 	ctx = ctx.WithContext(context.WithValue(ctx.Context, memoKey{}, map[string]*releaseResult{}))
-	return p.rewriteNode(ctx, n)
+	h := &hiddenColumns{ids: map[sql.ColumnId]string{}}
+	ctx = ctx.WithContext(context.WithValue(ctx.Context, hiddenKey{}, h))
+	out, same, err := p.rewriteNode(ctx, n)
+	if err != nil || len(h.ids) == 0 {
+		return out, same, err
+	}
+	if out, err = h.resolve(out); err != nil {
+		return nil, transform.SameTree, err
+	}
+	return out, transform.NewTree, nil
 }
 
 // memoKey keys the statement's release memo in the rewrite's context.
 type memoKey struct{}
+
+// hiddenKey keys the statement's *hiddenColumns in the rewrite's context.
+type hiddenKey struct{}
+
+// hiddenColumns are the raw columns a GROUP BY by expressions carries for
+// the nodes above it (projectedGroupBy): go-mysql-server plans SELECT
+// LOWER(w) AS k, COUNT(*) … GROUP BY k HAVING … as a Project that
+// recomputes LOWER(w) over Having over a Project that carries w. A release
+// outputs such a column as NULL: it never holds data. resolve replaces the
+// recomputed key expressions above the release by references to the
+// released keys, and refuses a query that still shows or uses a hidden
+// column (SELECT LOWER(w) AS k, w … GROUP BY k), which would otherwise
+// silently read NULL.
+type hiddenColumns struct {
+	ids  map[sql.ColumnId]string // hidden column id → db.table
+	keys []hiddenKeyRef
+}
+
+// hiddenKeyRef is a group key a release outputs: its expression (as text)
+// and the reference to its output column.
+type hiddenKeyRef struct {
+	expr string
+	ref  sql.Expression
+}
+
+func (h *hiddenColumns) resolve(n sql.Node) (sql.Node, error) {
+	refersHidden := func(e sql.Expression) bool {
+		found := false
+		sql.Inspect(e, func(e sql.Expression) bool {
+			if gf, ok := e.(*expression.GetField); ok && h.ids[gf.Id()] != "" {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	var fix func(n sql.Node) (sql.Node, transform.TreeIdentity, error)
+	fixExpr := func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		switch x := e.(type) {
+		case *plan.Subquery:
+			if x.Query == nil {
+				return e, transform.SameTree, nil
+			}
+			q, same, err := transform.NodeWithOpaque(x.Query, fix)
+			if err != nil || same {
+				return e, transform.SameTree, err
+			}
+			return x.WithQuery(q), transform.NewTree, nil
+		case *expression.GetField, *expression.Alias:
+			return e, transform.SameTree, nil
+		}
+		if !refersHidden(e) {
+			return e, transform.SameTree, nil
+		}
+		for _, k := range h.keys {
+			if e.String() == k.expr {
+				return k.ref, transform.NewTree, nil
+			}
+		}
+		return e, transform.SameTree, nil
+	}
+	fix = func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+		switch x := n.(type) {
+		case *Release:
+			return n, transform.SameTree, nil
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				return n, transform.SameTree, nil
+			}
+		}
+		return transform.OneNodeExpressions(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			return transform.Expr(e, fixExpr)
+		})
+	}
+	out, _, err := transform.NodeWithOpaque(n, fix)
+	if err != nil {
+		return nil, err
+	}
+	// What still refers to a hidden column is refused: a node's
+	// expressions (outside the releases' own Projects), or the query's
+	// result itself when a release's Project is what it shows.
+	var refuse error
+	refuseAt := func(gf *expression.GetField) {
+		if refuse == nil {
+			db, name, _ := strings.Cut(h.ids[gf.Id()], ".")
+			refuse = release.ErrAccess(db, name, fmt.Sprintf(
+				"%s is neither a group key nor an aggregate; a private GROUP BY shows only its keys and noisy COUNT(*), COUNT(expr), COUNT(DISTINCT privacy unit), SUM(expr) and AVG(expr)", gf.Name()))
+		}
+	}
+	var inspectNode func(n sql.Node) bool
+	inspectExpr := func(e sql.Expression) bool {
+		switch x := e.(type) {
+		case *expression.GetField:
+			if h.ids[x.Id()] != "" {
+				refuseAt(x)
+			}
+		case *plan.Subquery:
+			if x.Query != nil {
+				transform.Inspect(x.Query, inspectNode)
+			}
+		}
+		return refuse == nil
+	}
+	inspectNode = func(n sql.Node) bool {
+		switch x := n.(type) {
+		case *Release:
+			return false
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				return false
+			}
+		}
+		if ex, ok := n.(sql.Expressioner); ok {
+			for _, e := range ex.Expressions() {
+				sql.Inspect(e, inspectExpr)
+			}
+		}
+		return refuse == nil
+	}
+	transform.Inspect(out, inspectNode)
+	for top := out; refuse == nil; {
+		switch x := top.(type) {
+		case *plan.Sort, *plan.Limit, *plan.Offset, *plan.Having, *plan.Filter, *plan.Distinct, *plan.TopN, *plan.SubqueryAlias:
+			top = x.Children()[0]
+			continue
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				for _, e := range x.Projections {
+					sql.Inspect(e, inspectExpr)
+				}
+			}
+		}
+		break
+	}
+	return out, refuse
+}
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
@@ -107,6 +252,8 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 			r, order, err = p.distinct(ctx, n)
 		case *plan.GroupBy:
 			r, err = p.groupBy(ctx, n)
+		case *plan.Project:
+			r, err = p.projectedGroupBy(ctx, n)
 		case *plan.Sort:
 			return sortOverRelease(n), transform.NewTree, nil
 		}
@@ -118,6 +265,15 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 		}
 		if err := release.Check(ctx, p.gov, r.requests(ctx)); err != nil {
 			return nil, transform.SameTree, err
+		}
+		if proj, ok := n.(*plan.Project); ok {
+			// Keep a Project of the projection's column ids over the
+			// release, as for DISTINCT below, for the Sort above.
+			refs := make([]sql.Expression, len(proj.Projections))
+			for i := range refs {
+				refs[i] = r.outputs[i]
+			}
+			return plan.NewProject(refs, r), transform.NewTree, nil
 		}
 		if d, ok := n.(*plan.Distinct); ok {
 			// Keep a Project of the original column ids over the release:
@@ -334,6 +490,14 @@ func sortOverRelease(s *plan.Sort) sql.Node {
 // groupBy rewrites GroupBy(select, group, source) when it only groups (the
 // GROUP BY form) or only computes DP_SET_UNION calls (after LiftSetUnion).
 func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
+	return p.groupByAs(ctx, g, g.Schema(), g.SelectedExprs, false)
+}
+
+// groupByAs is groupBy with the release's schema and the expressions whose
+// column ids its outputs take given; hide outputs the projection's raw
+// columns of the table that are not group keys as NULL, and records them as
+// hidden (see hiddenKey).
+func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema, ids []sql.Expression, hide bool) (*Release, error) {
 	src, ok := p.protectedSource(g.Child)
 	if !ok {
 		return nil, nil
@@ -366,6 +530,12 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 		if out[i] >= 0 {
 			continue
 		}
+		if _, ok := unalias(e).(*expression.GetField); ok && hide {
+			if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
+				ctx.Value(hiddenKey{}).(*hiddenColumns).ids[ie.Id()] = src.db + "." + src.name
+				continue // out[i] = -1: NULL
+			}
+		}
 		a, ok, err := aggregateOf(src, unalias(e))
 		if err != nil {
 			return nil, err
@@ -373,13 +543,77 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 		if !ok {
 			return nil, nil // a non-key column: the guard refuses
 		}
-		out[i] = len(keys) + len(aggs)
-		aggs = append(aggs, a)
+		// The same aggregate twice (HAVING COUNT(*) … with COUNT(*) in
+		// the select list) is one aggregate, released once.
+		for j, b := range aggs {
+			if b.kind == a.kind && (a.value == nil) == (b.value == nil) && (a.value == nil || sameExpr(a.value, b.value)) {
+				out[i] = len(keys) + j
+				break
+			}
+		}
+		if out[i] < 0 {
+			out[i] = len(keys) + len(aggs)
+			aggs = append(aggs, a)
+		}
 	}
+	var r *Release
+	var err error
 	if len(aggs) > 0 {
-		return p.newAggregateRelease(ctx, src, keys, aggs, out, g)
+		r, err = p.newAggregateRelease(ctx, src, keys, aggs, out, schema, ids)
+	} else {
+		r, err = p.newRelease(ctx, src, distinctRows, keys, out, nil, schema, ids)
 	}
-	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema(), g.SelectedExprs)
+	if err == nil && hide {
+		h := ctx.Value(hiddenKey{}).(*hiddenColumns)
+		for i, k := range out {
+			if k >= 0 && k < len(keys) {
+				h.keys = append(h.keys, hiddenKeyRef{expr: keys[k].String(), ref: r.outputs[i]})
+			}
+		}
+	}
+	return r, err
+}
+
+// projectedGroupBy rewrites Project(GroupBy(…)) when the GroupBy groups by
+// expressions: the planbuilder then selects the raw columns the expressions
+// read and computes the expressions in the Project above (SELECT LOWER(w)
+// AS k, COUNT(*) … GROUP BY k). The projection, with its references to the
+// GroupBy's columns replaced by what they select, must consist of group keys
+// and DP aggregates, as for groupBy; the raw columns themselves never leave.
+func (p *policy) projectedGroupBy(ctx *sql.Context, proj *plan.Project) (*Release, error) {
+	g, ok := proj.Child.(*plan.GroupBy)
+	if !ok || len(g.GroupByExprs) == 0 {
+		return nil, nil
+	}
+	if _, ok := p.protectedSource(g.Child); !ok {
+		return nil, nil
+	}
+	byID := map[sql.ColumnId]sql.Expression{}
+	for _, e := range g.SelectedExprs {
+		if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
+			byID[ie.Id()] = unalias(e)
+		}
+	}
+	exprs := make([]sql.Expression, len(proj.Projections))
+	for i, e := range proj.Projections {
+		x, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			if gf, ok := e.(*expression.GetField); ok {
+				if sel, ok := byID[gf.Id()]; ok {
+					if _, raw := sel.(*expression.GetField); !raw {
+						return sel, transform.NewTree, nil
+					}
+				}
+			}
+			return e, transform.SameTree, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		exprs[i] = x
+	}
+	// The outputs keep the projection's column ids (transform.Expr
+	// rebuilds an Alias with a new id).
+	return p.groupByAs(ctx, plan.NewGroupBy(exprs, g.GroupByExprs, g.Child), proj.Schema(), proj.Projections, true)
 }
 
 // aggregate is one DP aggregate of a private GROUP BY: its kind and the
@@ -445,7 +679,7 @@ func isConstantNonNull(e sql.Expression) bool {
 // newAggregateRelease builds the release of a private GROUP BY with DP
 // aggregates: the options from the session (and the statement's SET_VAR
 // hints), calibrated now so that bad options fail before any charge.
-func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, g *plan.GroupBy) (*Release, error) {
+func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression) (*Release, error) {
 	kinds := make([]dpagg.Kind, len(aggs))
 	var values []sql.Expression
 	valueOf := make([]int, len(aggs))
@@ -467,7 +701,7 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 		if err == nil {
 			var plan *dpagg.Plan
 			if plan, err = dpagg.Calibrate(o); err == nil {
-				r, err := p.newRelease(ctx, src, aggregateRows, append(keys, values...), out, nil, g.Schema(), g.SelectedExprs)
+				r, err := p.newRelease(ctx, src, aggregateRows, append(keys, values...), out, nil, schema, ids)
 				if err != nil {
 					return nil, err
 				}
@@ -690,3 +924,4 @@ func (p *policy) check(n sql.Node) error {
 	})
 	return err
 }
+

@@ -245,7 +245,9 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 		}
 		row := make(sql.Row, len(r.out))
 		for i, ki := range r.out {
-			row[i] = keys[ki]
+			if ki >= 0 { // -1: a hidden column, NULL
+				row[i] = keys[ki]
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -313,6 +315,9 @@ func (r *Release) runAggregates(ctx *sql.Context) ([]sql.Row, error) {
 		}
 		row := make(sql.Row, len(r.out))
 		for i, ki := range r.out {
+			if ki < 0 {
+				continue // a hidden column, NULL
+			}
 			if ki < r.groupKeys {
 				row[i] = keys[ki]
 				continue
