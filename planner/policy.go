@@ -924,4 +924,3 @@ func (p *policy) check(n sql.Node) error {
 	})
 	return err
 }
-
