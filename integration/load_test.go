@@ -110,7 +110,10 @@ func heapAfterGC() uint64 {
 // queries. It requires zero errors other than the small analysts' budget
 // refusals (1226), a ledger that charged exactly the releases received and
 // never more than a budget, and no goroutine or heap growth once the
-// clients are gone; it logs p50/p99 latency per kind of statement.
+// clients are gone; it logs p50/p99 latency per kind of statement. One
+// more analyst, hostile, sends the resource attacks of issue 11 in a loop
+// meanwhile (load_hostile_test.go; DPSQL_LOAD_HOSTILE=0 leaves it out):
+// each must get its expected answer.
 func TestLoad(t *testing.T) {
 	duration := loadLocalDuration
 	if testenv.CI() {
@@ -140,7 +143,10 @@ func TestLoad(t *testing.T) {
 		analysts = append(analysts, a)
 		extra = append(extra, extraAnalyst{a.name, a.password, 3, 1e-5})
 	}
-	s := startDemo(t, extra...)
+	if loadHostileOn() {
+		extra = append(extra, extraAnalyst{loadHostileUser, loadHostilePassword, 1e6, 0.5})
+	}
+	s := startDemoLimits(t, loadLimits, extra...)
 	leaks := demoLeakCheck(t)
 
 	// Baseline: the server is up and idle; warm the engine once so that
@@ -158,6 +164,10 @@ func TestLoad(t *testing.T) {
 	leaked := 0
 	deadline := time.Now().Add(duration)
 	start := time.Now()
+	var hostile *hostileLoad
+	if loadHostileOn() {
+		hostile = startHostileLoad(t, s, deadline)
+	}
 	var wg sync.WaitGroup
 	var dbs []*dbsql.DB
 	for ai, a := range analysts {
@@ -206,6 +216,9 @@ func TestLoad(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	if hostile != nil {
+		hostile.wait(t, s)
+	}
 	for _, db := range dbs {
 		db.Close()
 	}
