@@ -38,9 +38,9 @@ import (
 const (
 	// resMemLimit is the subprocess's GOMEMLIMIT.
 	resMemLimit = "384MiB"
-	// resAddressSpace is its RLIMIT_AS: the Go runtime of the idle server
-	// reserves about 1.3 GiB of address space (measured: VmPeak), so the
-	// cap leaves about 1.2 GiB for the heap.
+	// resAddressSpace is its RLIMIT_AS: the idle server's address space is
+	// about 1.7 GiB (VmPeak, mostly the Go runtime's reservations), so the
+	// cap leaves about 1.3 GiB for what attacks allocate.
 	resAddressSpace = 3 << 30
 	// resUsers × resRowsPerUser rows in the protected table hx.events.
 	resUsers       = 20_000
@@ -136,13 +136,62 @@ func (s *resServer) exitedWith() (bool, string) {
 	}
 }
 
+// settle waits up to d for the process to exit, so that a connection
+// broken by the process's end is reported as that end.
+func (s *resServer) settle(d time.Duration) {
+	select {
+	case <-s.exited:
+	case <-time.After(d):
+	}
+}
+
 // requireAlive fails the test when the server process has exited, with
-// the end of its output (a Go fatal error or panic is there).
+// how it ended (crashReport).
 func (s *resServer) requireAlive(t testing.TB) {
 	t.Helper()
 	if gone, how := s.exitedWith(); gone {
-		t.Fatalf("the server process exited (%s); the end of its output:\n%s", how, s.tail(4000))
+		t.Fatalf("the server process exited (%s):\n%s", how, s.crashReport())
 	}
+}
+
+// crashReport returns the Go fatal error or panic in the server's output
+// and the function frames of the goroutine that raised it (without
+// arguments and file lines), or the end of the output when there is none.
+func (s *resServer) crashReport() string {
+	lines := strings.Split(s.output(), "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime: out of memory") {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return s.tail(2000)
+	}
+	var b strings.Builder
+	frames := 0
+	for _, l := range lines[start:] {
+		switch {
+		case strings.HasPrefix(l, "\t"), l == "":
+			continue
+		case strings.HasPrefix(l, "goroutine "):
+			if frames > 0 {
+				return b.String()
+			}
+			b.WriteString(l + "\n")
+		default:
+			if i := strings.LastIndex(l, "("); i > 0 && strings.Contains(l[:i], ".") && !strings.HasPrefix(l, "fatal") && !strings.HasPrefix(l, "runtime: out") {
+				l = l[:i] + "(…)"
+				frames++
+				if frames > 25 {
+					return b.String() + "…\n"
+				}
+			}
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // memory returns the server's resident set and its peak (VmRSS, VmHWM) in
