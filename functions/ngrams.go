@@ -17,6 +17,7 @@ import (
 
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/sealed"
+	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -575,7 +576,9 @@ func (n *NGrams) govern(ctx *sql.Context, call *ngramsCall) (release.Request, bo
 			"DP_NGRAMS command denied to user '%s'@'%s' for table '%s': the privacy unit of the protected table %s.%s is the column '%s'; pass '%s' as the privacy_unit_column argument",
 			client.User, client.Address, call.table, call.db, call.table, col, col)
 	}
+	cost, _ := accounting.Ngrams(call.opts)
 	return release.Request{
+		Cost:      cost,
 		Function:  NgramsFunction,
 		Database:  call.db,
 		Table:     call.table,

@@ -49,7 +49,7 @@ type clientSession struct {
 func newClientSession(t *testing.T, s *govServer, prepared bool) *clientSession {
 	t.Helper()
 	bal := ledgerBalance(t, s.Ledger(), s.analyst.User, s.db)
-	cs := &clientSession{s: s, leaks: leaksFor(t, s), spentEps: bal.Spent.Epsilon, releases: bal.Releases}
+	cs := &clientSession{s: s, leaks: leaksFor(t, s), spentEps: bal.Basic.Epsilon, releases: bal.Releases}
 	type release struct {
 		stmt    clients.Statement
 		epsilon float64
@@ -94,7 +94,7 @@ func newClientSession(t *testing.T, s *govServer, prepared bool) *clientSession 
 	}
 	wantEps, wantReleases := cs.spentEps+eps, cs.releases+int64(len(rel))
 	cs.steps = append(cs.steps,
-		clientStep{stmt: clients.Query("SELECT analyst, database_name, spent_epsilon, remaining_epsilon, releases FROM DP_BUDGET()"),
+		clientStep{stmt: clients.Query("SELECT analyst, database_name, basic_epsilon, remaining_epsilon, releases FROM DP_BUDGET()"),
 			check: cs.wantBudget(wantEps, wantReleases)},
 		clientStep{stmt: clients.Query(fmt.Sprintf("SELECT table_name, table_rows FROM information_schema.tables WHERE table_schema = '%s' ORDER BY table_name", s.db)),
 			check: cs.wantHiddenCounts()},

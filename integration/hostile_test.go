@@ -116,7 +116,9 @@ func startHostile(t *testing.T) (*govServer, *leakCheck) {
 	srv := startConfig(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
-%saccounts:
+%slimits:
+  max_budget_delta: 0.5
+accounts:
   admins:
     - {user: admin, password_hash: '%s'}
   analysts:

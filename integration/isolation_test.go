@@ -89,6 +89,8 @@ datasets:
     columns:
       - {name: k, type: VARCHAR(32)}
     public: true
+limits:
+  max_budget_delta: 0.5
 accounts:
   admins:
     - {user: admin, password_hash: '%s'}

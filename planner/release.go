@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -126,9 +127,13 @@ func (r *Release) requests(ctx *sql.Context) []release.Request {
 	}
 	var out []release.Request
 	for _, o := range r.options() {
+		// Options were validated; a cost that cannot be computed falls
+		// back to basic composition (Request.LedgerCost).
+		cost, _ := accounting.SetUnionOptions(o)
 		out = append(out, release.Request{
 			Function: fn, Database: r.db, Table: r.name,
 			Epsilon: o.Epsilon, Delta: o.Delta, Mechanism: string(o.Mechanism), Query: ctx.Query(),
+			Cost: cost,
 		})
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/dpsql/dpsql/sqlext/accounting"
 )
 
 // Governor is the governed server's hook into the releases. A nil Governor
@@ -47,6 +49,18 @@ type Request struct {
 	Mechanism string
 	// Query is the statement text (for the audit log).
 	Query string
+	// Cost is the release's privacy cost for the ledger's accounting
+	// (accounting.SetUnion, accounting.Ngrams, …); the zero value means
+	// accounting.Basic(Epsilon, Delta).
+	Cost accounting.Cost
+}
+
+// LedgerCost returns r.Cost, or the basic cost of its (ε, δ) when unset.
+func (r Request) LedgerCost() accounting.Cost {
+	if r.Cost.Releases == 0 {
+		return accounting.Basic(r.Epsilon, r.Delta)
+	}
+	return r.Cost
 }
 
 // Check asks gov whether every request could be charged now (nil gov:

@@ -19,7 +19,10 @@ import (
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // fakeGov is a Governor for tests: the users in analysts are governed,
@@ -187,7 +190,14 @@ func TestNgramsGoverned(t *testing.T) {
 	if err != nil || len(rows) != len(allNotes) {
 		t.Fatalf("governed release: %d rows, %v", len(rows), err)
 	}
-	wantRel := release.Request{Function: "DP_NGRAMS", Database: "mydb", Table: "notes", Epsilon: 4, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: ok}
+	wantRel := release.Request{Function: "DP_NGRAMS", Database: "mydb", Table: "notes", Epsilon: 4, Delta: 1e-7, Mechanism: string(ngrams.Defaults().Mechanism), Query: ok}
+	wantOpts := ngrams.Defaults()
+	wantOpts.Epsilon, wantOpts.Delta, wantOpts.Alpha, wantOpts.Eta = 4, 1e-7, setunion.Float(6), 1e-9
+	if c, err := accounting.Ngrams(wantOpts); err != nil {
+		t.Fatal(err)
+	} else {
+		wantRel.Cost = c
+	}
 	gov.mu.Lock()
 	if len(gov.checks) != 1 || gov.checks[0] != wantRel {
 		t.Errorf("checks %+v, want one %+v", gov.checks, wantRel)

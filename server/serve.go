@@ -110,7 +110,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	if defaultDB == nil {
 		defaultDB = func(string) string { return cfg.DefaultDatabase }
 	}
-	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB), nil)
+	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB, e.ProcessList), nil)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
 	}
@@ -119,8 +119,11 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 
 // sessionBuilder makes plain sessions for the user the connection
 // authenticated as (the local server has no accounts: whatever user a
-// client names is accepted).
-func sessionBuilder(defaultDB func(user string) string) gms.SessionBuilder {
+// client names is accepted), and records the user in the process list:
+// go-mysql-server v0.20.0 leaves every connection there as "unauthenticated
+// user", so that ownership checks (KILL of one's own connection, SHOW
+// PROCESSLIST of one's own) could not work.
+func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList) gms.SessionBuilder {
 	return func(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
 		client := sql.Client{Capabilities: conn.Capabilities}
 		if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
@@ -129,6 +132,9 @@ func sessionBuilder(defaultDB func(user string) string) gms.SessionBuilder {
 		sess := sql.NewBaseSessionWithClientServer(addr, client, conn.ConnectionID)
 		if db := defaultDB(client.User); db != "" {
 			sess.SetCurrentDatabase(db)
+		}
+		if pl != nil {
+			pl.ConnectionReady(sess)
 		}
 		return sess, nil
 	}

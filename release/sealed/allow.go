@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	regex "github.com/dolthub/go-icu-regex"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
@@ -51,6 +52,11 @@ type rule struct {
 	// matching a string against the pattern (the second argument), per
 	// byte of the string (the first): their time is the product of the two.
 	matchCost func(pattern string) int
+	// occurrence, for regular-expression functions that may search more
+	// than once, is the position of their occurrence argument and its
+	// default; 0 (all matches) costs one search per character of the text
+	// in the worst case, k costs k searches.
+	occurrence, occurrenceDefault int
 	// structural marks nodes that are not values of their own (a tuple of
 	// IN, the INTERVAL of DATE_ADD, COLLATE): they stay inside their
 	// parent's unit, their arguments are cut.
@@ -138,10 +144,15 @@ func init() {
 		typeOf[*function.InetAton](), typeOf[*function.InetNtoa](), typeOf[*function.Inet6Aton](), typeOf[*function.Inet6Ntoa](),
 		typeOf[*function.IsIPv4](), typeOf[*function.IsIPv6](), typeOf[*function.IsIPv4Compat](), typeOf[*function.IsIPv4Mapped](),
 		typeOf[*function.IsUUID]())
-	allow(noted(op("String", "REGEXP", "RLIKE", "REGEXP_LIKE", "REGEXP_INSTR", "REGEXP_SUBSTR", "REGEXP_REPLACE"),
+	allow(noted(op("String", "REGEXP", "RLIKE", "REGEXP_LIKE"),
 		"the pattern and the match type must be constants; RE2 syntax, matched in linear time"),
-		rule{constFrom: 1, matchCost: regexpCost}, typeOf[*function.RegexpLike](), typeOf[*function.RegexpInstr](),
-		typeOf[*function.RegexpSubstr](), typeOf[*function.RegexpReplace]())
+		rule{constFrom: 1, matchCost: regexpCost}, typeOf[*function.RegexpLike]())
+	allow(noted(op("String", "REGEXP_INSTR", "REGEXP_SUBSTR"), "the pattern and every later argument must be constants; occurrence k costs k searches"),
+		rule{constFrom: 1, matchCost: regexpCost, occurrence: 3, occurrenceDefault: 1},
+		typeOf[*function.RegexpInstr](), typeOf[*function.RegexpSubstr]())
+	allow(noted(op("String", "REGEXP_REPLACE"), "the pattern and every later argument must be constants; replacing every match (occurrence 0, the default) costs up to one search per character"),
+		rule{constFrom: 1, matchCost: regexpCost, occurrence: 4, occurrenceDefault: 0},
+		typeOf[*function.RegexpReplace]())
 
 	// Numbers.
 	allow(op("Numeric", "ABS", "SIGN", "CEIL", "CEILING", "FLOOR", "ROUND", "POW", "POWER", "SQRT", "EXP", "LN", "LOG", "LOG2", "LOG10",
@@ -185,10 +196,22 @@ func init() {
 		typeOf[*json.JSONType](), typeOf[*json.JsonLength](), typeOf[*json.JSONQuote]())
 }
 
-// regexpCost is the work per byte of matching a regular expression with
-// Go's regexp (RE2): its time is linear in the input times the size of the
-// compiled program, which the pattern's length bounds.
-func regexpCost(pattern string) int { return len(pattern) + 1 }
+// regexpCost is the work per byte of one search for a regular expression
+// (gmsfix/regex, RE2): linear in the text times the instructions of the
+// compiled program, which regex.Cost counts (the pattern's length does not
+// bound them: [ab]{1000}c is 11 bytes and 1,003 instructions). A pattern
+// that does not compile costs nothing: the function fails on every row.
+func regexpCost(pattern string) int {
+	n, err := regex.Cost(pattern, 0)
+	if err != nil {
+		return 1
+	}
+	ci, err := regex.Cost(pattern, regex.RegexFlags_Case_Insensitive)
+	if err == nil && ci > n {
+		n = ci
+	}
+	return n + 1
+}
 
 // Allowed returns the allow-list as documentation entries, in order.
 func Allowed() []Entry {

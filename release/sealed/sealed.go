@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -82,6 +83,9 @@ type matchWork struct {
 	textConst, patConst any
 	cost                func(string) int
 	constCost           int // cost of a constant pattern
+	// searches is the number of searches (≥ 1), or 0 for one per byte
+	// of the text (every match of a regular expression).
+	searches int
 }
 
 // work returns the unit's work on scratch s.
@@ -99,7 +103,15 @@ func (m *matchWork) work(s sql.Row, limit int) int {
 	if c > 0 && n > limit/c {
 		return limit + 1
 	}
-	return n * c
+	w := n * c
+	k := m.searches
+	if k == 0 {
+		k = n + 1
+	}
+	if w > 0 && k > limit/w {
+		return limit + 1
+	}
+	return w * k
 }
 
 // failure is the scratch value of a call that failed (an error, or a value
@@ -369,6 +381,16 @@ func (c *compiler) matchWork(e sql.Expression) *matchWork {
 	}
 	m.text, m.textConst = operand(args[0])
 	m.pattern, m.patConst = operand(args[1])
+	m.searches = 1
+	if r.occurrence > 0 {
+		m.searches = r.occurrenceDefault
+		if r.occurrence < len(args) {
+			_, v := operand(args[r.occurrence]) // a constant (constFrom)
+			if k, err := strconv.Atoi(fmt.Sprint(v)); err == nil && k >= 0 {
+				m.searches = k
+			}
+		}
+	}
 	if m.pattern < 0 {
 		p, _ := m.patConst.(string)
 		m.constCost = m.cost(p)

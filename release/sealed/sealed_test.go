@@ -11,6 +11,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/go-mysql-server/sql/variables"
 )
 
 // The test table: s LONGTEXT, n BIGINT, f DOUBLE, d DATETIME, b LONGBLOB.
@@ -31,6 +32,12 @@ func col(name string) *expression.GetField {
 func lit(v any, t sql.Type) *expression.Literal { return expression.NewLiteral(v, t) }
 
 func str(s string) *expression.Literal { return lit(s, types.LongText) }
+
+func init() {
+	// A server registers the system variables before any session exists;
+	// some functions (regular expressions) read them.
+	variables.InitSystemVariables()
+}
 
 func newParent(t *testing.T) *sql.Context {
 	t.Helper()
@@ -330,5 +337,29 @@ func TestMatchWork(t *testing.T) {
 	}
 	if v, ok := ev.Value(0); !ok || v != true {
 		t.Errorf("LIKE '%%b%%' = %v, %v", v, ok)
+	}
+}
+
+// TestRegexpWork: a regular expression's work counts its compiled program
+// (not its length), and replacing every match counts a search per byte.
+func TestRegexpWork(t *testing.T) {
+	ctx := newParent(t)
+	text := strings.Repeat("ab", 5000) // 10 KB
+	for _, c := range []struct {
+		e    sql.Expression
+		skip bool
+	}{
+		{fn(t, "regexp_like", col("s"), str("[ab]c")), false},
+		{fn(t, "regexp_like", col("s"), str("[ab]{1000}c")), true},                                                                       // 11 bytes, ~1000 instructions
+		{fn(t, "regexp_replace", col("s"), str("b"), str("c")), true},                                                                    // every match: quadratic bound
+		{fn(t, "regexp_replace", col("s"), str("b"), str("c"), lit(int64(1), types.Int64), lit(int64(1), types.Int64), str("c")), false}, // the first match only (with 5 arguments go-mysql-server v0.20.0 panics: the row is skipped)
+	} {
+		p, err := Compile(ctx, []sql.Expression{c.e}, len(testSchema), Limits{MaxRowWork: 1 << 20})
+		if err != nil {
+			t.Fatalf("%s: %v", c.e, err)
+		}
+		if skipped := !p.NewEvaluator(ctx).Row(sql.Row{text, nil, nil, nil, nil}); skipped != c.skip {
+			t.Errorf("%s over 10 KB: skipped %v, want %v", c.e, skipped, c.skip)
+		}
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dpsql/dpsql/server/ledger"
+	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
@@ -62,6 +63,12 @@ type Config struct {
 	Views []View `yaml:"views"`
 	// Limits bound statements, accounts, connections and releases.
 	Limits Limits `yaml:"limits"`
+	// Accounting is how releases are charged to budgets.
+	Accounting Accounting `yaml:"accounting"`
+	// AllowUnprovenMechanisms lets releases use the mechanisms without a
+	// privacy proof (greedy_frequency_unproven, greedy_public_unproven),
+	// refused otherwise. Leave it off unless you know why you need them.
+	AllowUnprovenMechanisms bool `yaml:"allow_unproven_mechanisms"`
 
 	// Path is the file the configuration was read from ("" for Parse).
 	Path string `yaml:"-"`
@@ -120,6 +127,23 @@ func (d Defaults) Options() setunion.Options {
 	return o
 }
 
+// Accounting chooses the ledger's accounting: method zcdp (the default) or
+// basic, and for zcdp the share of a budget's δ set aside for the releases'
+// thresholds (0: accounting.DefaultThresholdShare).
+type Accounting struct {
+	Method         string  `yaml:"method"`
+	ThresholdShare float64 `yaml:"threshold_share"`
+}
+
+// LedgerAccounting returns the accounting for ledger.Open.
+func (a Accounting) LedgerAccounting() ledger.Accounting {
+	m := ledger.ZCDP
+	if a.Method != "" {
+		m = ledger.Method(a.Method)
+	}
+	return ledger.Accounting{Method: m, ThresholdShare: a.ThresholdShare}
+}
+
 // Limits are the server's resource limits; an omitted (zero) field keeps
 // its default (README, section "Limits"). Sizes are bytes, times are Go
 // durations ("10m", "30s").
@@ -141,7 +165,18 @@ type Limits struct {
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`
 	ReleaseRowWork    int `yaml:"release_row_work"`
+	// MinEpsilon, MinDelta and MaxDelta bound every release's ε and δ
+	// (governance.DefaultBounds: 0.001, 1e-15, 1e-5); MaxBudgetDelta bounds
+	// the δ of a budget (default 1e-4).
+	MinEpsilon     float64 `yaml:"min_epsilon"`
+	MinDelta       float64 `yaml:"min_delta"`
+	MaxDelta       float64 `yaml:"max_delta"`
+	MaxBudgetDelta float64 `yaml:"max_budget_delta"`
 }
+
+// DefaultMaxBudgetDelta is the largest δ of a budget unless
+// limits.max_budget_delta raises it.
+const DefaultMaxBudgetDelta = 1e-4
 
 // Dataset is a table loaded at start from a file.
 type Dataset struct {
@@ -491,6 +526,17 @@ func (v *validator) validate(c *Config, dir string) {
 		v.errorf(at("defaults"), "defaults: %v", err)
 	}
 
+	// accounting
+	switch strings.ToLower(c.Accounting.Method) {
+	case "", string(ledger.ZCDP), string(ledger.Basic):
+		c.Accounting.Method = strings.ToLower(c.Accounting.Method)
+	default:
+		v.errorf(at("accounting", "method"), "accounting.method must be zcdp (the default: Gaussian releases add up in zero-concentrated DP) or basic (Σε, Σδ), got %q", c.Accounting.Method)
+	}
+	if s := c.Accounting.ThresholdShare; s != 0 && !(s > 0 && s < 1) {
+		v.errorf(at("accounting", "threshold_share"), "accounting.threshold_share must be in (0, 1) (0 or omitted: %v), got %v", accounting.DefaultThresholdShare, s)
+	}
+
 	// limits
 	lv := reflect.ValueOf(c.Limits)
 	for i := range lv.NumField() {
@@ -498,6 +544,9 @@ func (v *validator) validate(c *Config, dir string) {
 		key, _, _ := strings.Cut(lv.Type().Field(i).Tag.Get("yaml"), ",")
 		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 {
 			v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default), got %v", key, f.Interface())
+		}
+		if f.Kind() == reflect.Float64 && (!(f.Float() >= 0) || math.IsInf(f.Float(), 0) || f.Float() >= 1 && key != "min_epsilon") {
+			v.errorf(at("limits", key), "limits.%s must be a number ≥ 0 (0 or omitted: the default) and, for a δ, below 1; got %v", key, f.Interface())
 		}
 	}
 
@@ -705,8 +754,15 @@ func (v *validator) validate(c *Config, dir string) {
 			if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
 				v.errorf(bp("epsilon"), "%s: epsilon must be a finite number > 0, got %v", bwhat, b.Epsilon)
 			}
-			if !(b.Delta > 0 && b.Delta < 1) {
+			maxBudgetDelta := c.Limits.MaxBudgetDelta
+			if maxBudgetDelta == 0 {
+				maxBudgetDelta = DefaultMaxBudgetDelta
+			}
+			switch {
+			case !(b.Delta > 0 && b.Delta < 1):
 				v.errorf(bp("delta"), "%s: delta must be > 0 and < 1 (every set-union mechanism needs δ > 0), got %v", bwhat, b.Delta)
+			case b.Delta > maxBudgetDelta:
+				v.errorf(bp("delta"), "%s: delta %v is above %v: over its releases the analyst would learn values that one person holds with probability up to δ; lower it, or raise limits.max_budget_delta if you mean it", bwhat, b.Delta, maxBudgetDelta)
 			}
 			if b.MaxRelease != nil {
 				v.release(bp("max_release"), bwhat, b.MaxRelease)

@@ -78,6 +78,52 @@ type Options struct {
 	Admins, Analysts []string
 	// Ledger holds the analysts' budgets (already set with SetLimits).
 	Ledger *ledger.Ledger
+	// Bounds bound every release's ε and δ (zero fields: DefaultBounds).
+	Bounds Bounds
+}
+
+// Bounds are the range a governed release's (ε, δ) must lie in, whatever
+// the analyst's budget: ε below MinEpsilon would make releases, and the
+// side channels of their running time, almost free; δ above MaxDelta
+// releases values that one person holds with probability about δ each (at
+// δ = 0.5 a release returned dozens of one-person secrets); δ below
+// MinDelta only makes the calibration numerically fragile.
+type Bounds struct {
+	MinEpsilon, MinDelta, MaxDelta float64
+}
+
+// DefaultBounds: ε ≥ 0.001, 1e-15 ≤ δ ≤ 1e-5.
+func DefaultBounds() Bounds { return Bounds{MinEpsilon: 1e-3, MinDelta: 1e-15, MaxDelta: 1e-5} }
+
+func (b Bounds) withDefaults() Bounds {
+	d := DefaultBounds()
+	if b.MinEpsilon <= 0 {
+		b.MinEpsilon = d.MinEpsilon
+	}
+	if b.MinDelta <= 0 {
+		b.MinDelta = d.MinDelta
+	}
+	if b.MaxDelta <= 0 {
+		b.MaxDelta = d.MaxDelta
+	}
+	return b
+}
+
+// check refuses a release outside the bounds (MySQL error 1210), before
+// anything is charged.
+func (b Bounds) check(r release.Request) error {
+	switch {
+	case r.Epsilon < b.MinEpsilon:
+		return mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState,
+			"%s: ε=%g is below the server's floor of %g (limits.min_epsilon in its configuration): with a smaller ε, releases would be almost free", r.Function, r.Epsilon, b.MinEpsilon)
+	case r.Delta < b.MinDelta:
+		return mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState,
+			"%s: δ=%g is below the server's floor of %g (limits.min_delta in its configuration)", r.Function, r.Delta, b.MinDelta)
+	case r.Delta > b.MaxDelta:
+		return mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState,
+			"%s: δ=%g is above the server's ceiling of %g (limits.max_delta in its configuration): a release publishes each value one person holds with probability about δ, so a large δ gives away individual secrets; use a smaller dp_delta", r.Function, r.Delta, b.MaxDelta)
+	}
+	return nil
 }
 
 // Governor implements release.Governor over a ledger. It is safe for
@@ -86,6 +132,7 @@ type Governor struct {
 	protected map[string]string // lower(db) + "\x00" + lower(table) -> privacy unit
 	roles     map[string]Role
 	ledger    *ledger.Ledger
+	bounds    Bounds
 	closing   atomic.Bool
 
 	mu sync.Mutex
@@ -103,7 +150,7 @@ func New(o Options) (*Governor, error) {
 	if o.Ledger == nil {
 		return nil, errors.New("governance: a governor needs a ledger")
 	}
-	g := &Governor{protected: map[string]string{}, roles: map[string]Role{}, ledger: o.Ledger}
+	g := &Governor{protected: map[string]string{}, roles: map[string]Role{}, ledger: o.Ledger, bounds: o.Bounds.withDefaults()}
 	for _, t := range o.Protected {
 		if t.Database == "" || t.Table == "" || t.PrivacyUnit == "" {
 			return nil, fmt.Errorf("governance: protected table %q.%q needs a database, a table and a privacy unit", t.Database, t.Table)
@@ -165,7 +212,10 @@ func (g *Governor) Check(ctx *sql.Context, r release.Request) error {
 	if g.closing.Load() {
 		return errShutdown()
 	}
-	if err := g.ledger.Check(User(ctx), r.Database, r.Epsilon, r.Delta); err != nil {
+	if err := g.bounds.check(r); err != nil {
+		return err
+	}
+	if err := g.ledger.CheckCost(User(ctx), r.Database, r.LedgerCost()); err != nil {
 		return chargeError(err)
 	}
 	return nil
@@ -177,6 +227,9 @@ func (g *Governor) Check(ctx *sql.Context, r release.Request) error {
 func (g *Governor) Charge(ctx *sql.Context, r release.Request) error {
 	if !g.Governed(ctx) {
 		return nil
+	}
+	if err := g.bounds.check(r); err != nil {
+		return err
 	}
 	g.mu.Lock()
 	if g.closing.Load() {
@@ -195,7 +248,7 @@ func (g *Governor) Charge(ctx *sql.Context, r release.Request) error {
 	if ctx != nil && ctx.Session != nil {
 		meta.Connection = ctx.Session.ID()
 	}
-	if _, err := g.ledger.Charge(c, User(ctx), r.Database, r.Epsilon, r.Delta, meta); err != nil {
+	if _, err := g.ledger.ChargeCost(c, User(ctx), r.Database, r.LedgerCost(), meta); err != nil {
 		return chargeError(err)
 	}
 	return nil

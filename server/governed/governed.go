@@ -117,7 +117,7 @@ func New(o Options) (_ *Server, err error) {
 
 	// The ledger first: a second server on the same data directory fails
 	// before loading anything.
-	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout})
+	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout, Accounting: cfg.Accounting.LedgerAccounting()})
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,8 @@ func New(o Options) (_ *Server, err error) {
 	for _, a := range cfg.Accounts.Analysts {
 		analysts = append(analysts, a.User)
 	}
-	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l})
+	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l,
+		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta}})
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +176,7 @@ func New(o Options) (_ *Server, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
+	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	lim := serverLimits(cfg.Limits)
 	popts := []planner.PolicyOption{planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork})}
 	if fcfg.Rand != nil {
@@ -184,6 +186,7 @@ func New(o Options) (_ *Server, err error) {
 		Provider:  p,
 		Functions: fcfg,
 		Rules:     append(planner.PolicyRules(gov, popts...), gov.Rules()...),
+		Checks:    []planner.Check{governance.KillCheck},
 		Limits:    lim,
 	})
 	if err != nil {

@@ -328,8 +328,9 @@ func TestBudgetFunctionAnalystVsAdmin(t *testing.T) {
 	}
 	cols, _ := rows.Columns()
 	rows.Close()
-	want := []string{"analyst", "database_name", "budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
-		"remaining_epsilon", "remaining_delta", "max_release_epsilon", "max_release_delta", "releases", "last_release", "active"}
+	want := []string{"analyst", "database_name", "budget_epsilon", "budget_delta", "accounting", "spent_epsilon", "spent_delta",
+		"remaining_epsilon", "remaining_delta", "basic_epsilon", "basic_delta", "max_release_epsilon", "max_release_delta",
+		"releases", "last_release", "active"}
 	if !slices.Equal(cols, want) {
 		t.Errorf("columns %v, want %v", cols, want)
 	}
@@ -652,7 +653,6 @@ func TestAccountManagement(t *testing.T) {
 		"ALTER USER 'bob'@'%' IDENTIFIED BY 'z'",
 		"SELECT * FROM mysql.user",
 		"INSERT INTO products VALUES ('D4', 'date')",
-		"KILL 1",
 		"SHOW PROCESSLIST",
 		"SELECT LOAD_FILE('/etc/hostname')",
 		"SELECT * FROM products INTO OUTFILE '/tmp/dpsql-outfile-test'",
@@ -771,4 +771,83 @@ func TestLedgerChargesNgrams(t *testing.T) {
 	}
 	rows.Close()
 	checkSpent(t, bob, 0.3, 1e-7, 1)
+}
+
+// TestAnalystKillsOwnStatements: an analyst may KILL (QUERY or CONNECTION)
+// their own connections from another of their connections, and may not
+// kill an administrator's or another analyst's (MySQL error 1095).
+func TestAnalystKillsOwnStatements(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	ctx := context.Background()
+	connID := func(c *dbsql.Conn) int64 {
+		var id int64
+		if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	alice := d.connect(t, s.Addr(), "alice", alicePass, false)
+	a1, a2 := sessionConn(t, alice, "shop"), sessionConn(t, alice, "shop")
+	admin := sessionConn(t, d.connect(t, s.Addr(), "admin", adminPass, false), "shop")
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	for _, q := range []string{"KILL QUERY %d", "KILL CONNECTION %d"} {
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(admin))); mysqlCode(err) != 1095 {
+			t.Errorf("alice: %s of the admin's connection: %v, want 1095", q, err)
+		}
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(bob))); mysqlCode(err) != 1095 {
+			t.Errorf("alice: %s of bob's connection: %v, want 1095", q, err)
+		}
+	}
+	if _, err := a1.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", connID(a2))); err != nil {
+		t.Errorf("alice: KILL QUERY of her own connection: %v", err)
+	}
+	id2 := connID(a2)
+	if _, err := a1.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id2)); err != nil {
+		t.Errorf("alice: KILL CONNECTION of her own connection: %v", err)
+	}
+	if err := a2.PingContext(ctx); err == nil {
+		var one int
+		if err := a2.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
+			t.Error("alice's killed connection still answers")
+		}
+	}
+	// The administrator may kill anyone's.
+	if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", connID(bob))); err != nil {
+		t.Errorf("admin: KILL QUERY of bob's connection: %v", err)
+	}
+}
+
+// TestZCDPAccountingOverTheWire: with the configuration's default
+// accounting (zcdp), bob's budget of ε = 2, δ = 1e-5 takes many more
+// releases at ε = 0.5, δ = 1e-6 than the 4 basic composition allows;
+// DP_BUDGET() shows both accountings, and the refusal says why.
+func TestZCDPAccountingOverTheWire(t *testing.T) {
+	d := newDeploymentWith(t, false, "zcdp")
+	s := d.start(t)
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	if _, err := bob.ExecContext(context.Background(), "SET dp_epsilon = 0.5, dp_delta = 1e-6"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var last error
+	for ; n < 200; n++ {
+		if _, last = releaseURLs(bob); last != nil {
+			break
+		}
+	}
+	wantCode(t, "release beyond the zCDP budget", last, governance.CodeBudget)
+	if n <= 8 {
+		t.Errorf("%d releases at ε = 0.5 fit a budget of ε = 2 under zCDP; basic composition fits 4", n)
+	}
+	if !strings.Contains(last.Error(), "zCDP") {
+		t.Errorf("refusal: %v", last)
+	}
+	b := budget(t, bob)
+	if len(b) != 1 || b[0].Accounting != "zcdp" || b[0].Releases != int64(n) || b[0].SpentEps > 2 ||
+		b[0].BasicEps < 0.5*float64(n)-1e-9 || b[0].BasicEps > 0.5*float64(n)+1e-9 {
+		t.Errorf("bob's budget after %d releases: %+v", n, b)
+	}
+	t.Logf("%d releases at ε = 0.5, δ = 1e-6 within (2, 1e-5) under zCDP (basic composition: 4); spent ε=%.3f, δ=%.3g; basic Σε=%.1f",
+		n, b[0].SpentEps, b[0].SpentDelta, b[0].BasicEps)
 }

@@ -87,7 +87,7 @@ func BenchmarkBaselineDistinct(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%len(tt.rows) == 0 {
-			sb, _ = setunion.NewBuilder(setunion.Defaults())
+			sb, _ = setunion.NewBuilder(setunion.Options{Mechanism: DefaultSelectionMechanism, Epsilon: 1, Delta: 1e-6, MaxItems: 100})
 		}
 		r := tt.rows[i%len(tt.rows)]
 		sb.AddBytes(tt.users[r[0]], tt.words[r[1]])
@@ -101,7 +101,7 @@ func BenchmarkBaselineDistinctRelease(b *testing.B) {
 	tt := loadTokens(b)
 	for b.Loop() {
 		b.StopTimer()
-		sb, _ := setunion.NewBuilder(setunion.Defaults())
+		sb, _ := setunion.NewBuilder(setunion.Options{Mechanism: DefaultSelectionMechanism, Epsilon: 1, Delta: 1e-6, MaxItems: 100})
 		for _, r := range tt.rows {
 			sb.AddBytes(tt.users[r[0]], tt.words[r[1]])
 		}

@@ -232,7 +232,7 @@ func TestExplainWithoutAggregates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := setunion.Calibrate(setunion.Options{Mechanism: setunion.DefaultMechanism, Epsilon: o.Epsilon,
+	want, _ := setunion.Calibrate(setunion.Options{Mechanism: DefaultSelectionMechanism, Epsilon: o.Epsilon,
 		Delta: o.Delta, MaxItems: o.MaxGroupsContributed, Rounds: setunion.DefaultRounds})
 	if p.Selection.Rho != want.Rho || p.Selection.Scale != want.Scale {
 		t.Errorf("selection %+v, want %+v", p.Selection, want)
@@ -257,7 +257,8 @@ func TestValidateRejects(t *testing.T) {
 		{mut(func(o *Options) { o.Noise = "uniform" }), "noise"},
 		{mut(func(o *Options) { o.SelectionShare = 1 }), "selection_share"},
 		{mut(func(o *Options) { o.SelectionDeltaShare = -0.5 }), "selection_delta_share"},
-		{mut(func(o *Options) { o.Mechanism = setunion.GreedyFrequency }), "does not bound"},
+		{mut(func(o *Options) { o.Mechanism = setunion.GreedyFrequency }), "by priority"},
+		{mut(func(o *Options) { o.Mechanism = setunion.GreedyFrequencyUnproven }), "unproven"},
 		{mut(func(o *Options) { o.Mechanism = setunion.DPSIPS }), "re-samples"},
 		{mut(func(o *Options) { o.Mechanism = setunion.PolicyGaussianL1 }), "disabled"},
 		{mut(func(o *Options) { o.Mechanism = setunion.SingleItem }), "max_groups_contributed=1"},

@@ -120,7 +120,7 @@ type Options struct {
 	SelectionDeltaShare float64 `json:"selection_delta_share"`
 	// Mechanism is the key-selection mechanism (a setunion mechanism that
 	// bounds users to Δ0 items in one histogram); "" means
-	// setunion.DefaultMechanism.
+	// DefaultSelectionMechanism.
 	Mechanism setunion.Mechanism `json:"mechanism"`
 	// Alpha overrides the selection mechanism's cutoff parameter.
 	Alpha *float64 `json:"alpha,omitempty"`
@@ -132,15 +132,19 @@ type Options struct {
 const (
 	DefaultEpsilon              = setunion.DefaultEpsilon
 	DefaultDelta                = setunion.DefaultDelta
-	DefaultMaxGroupsContributed = setunion.DefaultMaxItems
-	DefaultMaxRowsPerGroup      = 1
-	DefaultSelectionShare       = 0.5
-	DefaultSelectionDeltaShare  = 0.5
+	DefaultMaxGroupsContributed = 100
+	// DefaultSelectionMechanism is policy_gaussian_l2: the best of the
+	// one-histogram mechanisms (setunion's own default, dp_sips, samples a
+	// user's keys afresh in each round, which the aggregates cannot share).
+	DefaultSelectionMechanism  = setunion.PolicyGaussianL2
+	DefaultMaxRowsPerGroup     = 1
+	DefaultSelectionShare      = 0.5
+	DefaultSelectionDeltaShare = 0.5
 )
 
 // Defaults returns ε = 1, δ = 1e-6, Δ0 = 100 (as a private DISTINCT), m = 1,
 // automatic noise, half of ε (and, with Gaussian aggregates, of δ) for key
-// selection with setunion.DefaultMechanism, and no aggregates.
+// selection with DefaultSelectionMechanism, and no aggregates.
 //
 // Δ0 trades noise (∝ √Δ0 for Gaussian) against bounding bias. On the words of
 // git_python_ecosystem at ε = 1 (TestCorpusWordCounts) Δ0 = 100 released 392
@@ -158,7 +162,7 @@ func Defaults() Options {
 
 func (o Options) mechanism() setunion.Mechanism {
 	if o.Mechanism == "" {
-		return setunion.DefaultMechanism
+		return DefaultSelectionMechanism
 	}
 	return o.Mechanism
 }
@@ -210,11 +214,16 @@ func (o Options) Validate() error {
 	if err := m.Disabled(); err != nil {
 		return err
 	}
+	if err := m.Unproven(); err != nil {
+		return err
+	}
 	switch {
+	case m == setunion.GreedyFrequency || m == setunion.GreedyPublic:
+		return fmt.Errorf("mechanism %s chooses a user's keys by priority while the aggregates need the keys sampled uniformly at random; use %s", m, DefaultSelectionMechanism)
 	case !m.Bounded():
-		return fmt.Errorf("mechanism %s does not bound users to max_groups_contributed keys, which the aggregates' sensitivity needs; use a bounded mechanism such as %s", m, setunion.DefaultMechanism)
+		return fmt.Errorf("mechanism %s does not bound users to max_groups_contributed keys, which the aggregates' sensitivity needs; use a bounded mechanism such as %s", m, DefaultSelectionMechanism)
 	case m == setunion.DPSIPS:
-		return fmt.Errorf("mechanism %s re-samples every user's keys in each round, so no single sample of max_groups_contributed keys can serve both selection and aggregates; use a one-histogram mechanism such as %s", m, setunion.DefaultMechanism)
+		return fmt.Errorf("mechanism %s re-samples every user's keys in each round, so no single sample of max_groups_contributed keys can serve both selection and aggregates; use a one-histogram mechanism such as %s", m, DefaultSelectionMechanism)
 	case m == setunion.SingleItem && o.MaxGroupsContributed != 1:
 		return fmt.Errorf("mechanism %s keeps one key per user; set max_groups_contributed=1 (got %d)", m, o.MaxGroupsContributed)
 	}
