@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/server/config"
 )
 
 // EnvLoadDuration sets how long TestLoad runs (a Go duration such as 60s
@@ -146,7 +147,7 @@ func TestLoad(t *testing.T) {
 	if loadHostileOn() {
 		extra = append(extra, extraAnalyst{loadHostileUser, loadHostilePassword, 1e6, 0.5})
 	}
-	s := startDemoLimits(t, loadLimits, extra...)
+	s := startDemoLimits(t, func(l *config.Limits) { l.MaxExecutionTime = loadExecutionTime }, extra...)
 	leaks := demoLeakCheck(t)
 
 	// Baseline: the server is up and idle; warm the engine once so that

@@ -71,7 +71,7 @@ type resLimits struct {
 
 func (l resLimits) yaml() string {
 	var b strings.Builder
-	b.WriteString("limits:\n")
+	b.WriteString("limits:\n  max_budget_delta: 0.5\n")
 	if l.MaxExecutionTime > 0 {
 		fmt.Fprintf(&b, "  max_execution_time: %s\n", l.MaxExecutionTime)
 	}
