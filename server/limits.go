@@ -232,16 +232,22 @@ func (g *statementGuard) enter(user string) (func(), error) {
 	}, nil
 }
 
-// deadline bounds a governed session's statement.
-func (g *statementGuard) deadline(ctx context.Context, user string) (context.Context, context.CancelFunc) {
-	if !g.governed(user) {
-		return context.WithCancel(ctx)
+// deadline bounds a governed session's statement and cancels any
+// statement whose client disconnects.
+func (g *statementGuard) deadline(ctx context.Context, c *mysql.Conn) (context.Context, context.CancelFunc) {
+	var cancel context.CancelFunc
+	if !g.governed(c.User) {
+		ctx, cancel = context.WithCancel(ctx)
+	} else {
+		ctx, cancel = context.WithTimeout(ctx, g.lim.MaxExecutionTime)
 	}
-	return context.WithTimeout(ctx, g.lim.MaxExecutionTime)
+	cancelOnDisconnect(ctx, c, cancel)
+	return ctx, cancel
 }
 
 // finish maps the outcome of a statement: a timeout becomes MySQL's 3024
-// naming the setting, a panic caught by go-mysql-server loses its text.
+// naming the setting, a cancellation (KILL QUERY) 1317, and a panic caught
+// by go-mysql-server loses its text.
 func (g *statementGuard) finish(ctx context.Context, c *mysql.Conn, err error) error {
 	if err == nil {
 		return nil
@@ -249,6 +255,11 @@ func (g *statementGuard) finish(ctx context.Context, c *mysql.Conn, err error) e
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return mysql.NewSQLError(mysql.ERQueryTimeout, "HY000",
 			"Query execution was interrupted, maximum statement execution time exceeded (%s; limits.max_execution_time in the server's configuration)", g.lim.MaxExecutionTime)
+	}
+	var se *mysql.SQLError
+	if errors.Is(err, context.Canceled) || (errors.As(err, &se) && se.Num == mysql.ERUnknownError && se.Message == context.Canceled.Error()) {
+		// KILL QUERY cancels the statement's context; MySQL answers 1317.
+		return mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "Query execution was interrupted")
 	}
 	if msg := err.Error(); strings.Contains(msg, "handler caught panic") {
 		g.log.Errorf("dpsql: go-mysql-server caught a panic in a statement of connection %d (user %s); the statement failed, the server goes on", c.ConnectionID, c.User)
@@ -289,7 +300,7 @@ func (g *statementGuard) Query(ctx context.Context, chain gms.Chain, c *mysql.Co
 		return err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c.User)
+	ctx, cancel := g.deadline(ctx, c)
 	defer cancel()
 	return g.finish(ctx, c, chain.ComQuery(ctx, c, query, callback))
 }
@@ -305,7 +316,7 @@ func (g *statementGuard) MultiQuery(ctx context.Context, chain gms.Chain, c *mys
 		return "", err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c.User)
+	ctx, cancel := g.deadline(ctx, c)
 	defer cancel()
 	rest, err = chain.ComMultiQuery(ctx, c, query, callback)
 	return rest, g.finish(ctx, c, err)
@@ -329,7 +340,7 @@ func (g *statementGuard) StmtExecute(ctx context.Context, chain gms.Chain, c *my
 		return err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c.User)
+	ctx, cancel := g.deadline(ctx, c)
 	defer cancel()
 	return g.finish(ctx, c, chain.ComStmtExecute(ctx, c, prepare, callback))
 }
