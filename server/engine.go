@@ -59,7 +59,8 @@ type Config struct {
 //     then go-mysql-server's LIKE replaced by a linear-time one and every
 //     scalar function call guarded (gmsfix.Guarded: a panic is an error, a
 //     string beyond cfg.Limits.MaxStringBytes is NULL with warning 1301, and
-//     REPEAT, SPACE, LPAD, RPAD and REPLACE do not even build it);
+//     REPEAT, SPACE, LPAD, RPAD, REPLACE and CONCAT do not even build it,
+//     nor REGEXP_REPLACE beyond it);
 //   - a planner.GuardParser as the engine's and the analyzer's parser,
 //     refusing IN lists beyond cfg.Limits.MaxInList.
 func NewEngine(cfg Config) (*sqle.Engine, error) {
