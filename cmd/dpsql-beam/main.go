@@ -35,7 +35,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	"github.com/dpsql/dpsql/beamdp"
-	"github.com/dpsql/dpsql/cmd/internal/cli"
+	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
