@@ -34,7 +34,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
-	"github.com/dpsql/dpsql/beamdp"
+	"github.com/dpsql/dpsql/beam/beamdp"
 	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
