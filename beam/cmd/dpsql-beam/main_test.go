@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsql/dpsql/beam/beamdp"
 	"github.com/dpsql/dpsql/beam/internal/skewed"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/setunion"
@@ -179,7 +180,8 @@ func TestRunDispatch(t *testing.T) {
 
 // TestSummaryIsExact runs the command on a generated input of several files,
 // with a parallel and a sharded mechanism, and checks that the summary's
-// counts are exactly those of the input and of the output file.
+// counts are exactly those of the input and of the output file, and that
+// --quiet leaves only the budget line and the summary on stderr.
 func TestSummaryIsExact(t *testing.T) {
 	dir := t.TempDir()
 	glob, want, rows, err := skewed.Write(dir, 3, 20_000)
@@ -189,9 +191,12 @@ func TestSummaryIsExact(t *testing.T) {
 	for _, c := range []struct{ mechanism, shards string }{{"count_gaussian", "1"}, {"policy_gaussian_l2", "4"}} {
 		prefix := filepath.Join(dir, c.mechanism)
 		stderr, err := union(t, "--input", glob, "--user-column", "1", "--item-column", "2", "--output", prefix,
-			"--mechanism", c.mechanism, "--shards", c.shards)
+			"--mechanism", c.mechanism, "--shards", c.shards, "--quiet")
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", c.mechanism, err, stderr)
+		}
+		if n := strings.Count(stderr, "\n"); n != 2 {
+			t.Errorf("%s --quiet: %d lines on stderr, want the budget line and the summary:\n%s", c.mechanism, n, stderr)
 		}
 		sum := parseSummary(t, stderr)
 		data, err := os.ReadFile(sum.Output)
@@ -203,5 +208,20 @@ func TestSummaryIsExact(t *testing.T) {
 		if got != exp {
 			t.Errorf("%s: summary (rows, occurrences, users, pairs, distinct items, released) = %v, input and output file %v", c.mechanism, got, exp)
 		}
+	}
+}
+
+// TestStatus checks the progress line of the command.
+func TestStatus(t *testing.T) {
+	base := beamdp.Progress{Rows: 10, Bytes: 100}
+	if got := status(base, base, 1<<20); !strings.Contains(got, "no progress from workers in this process") {
+		t.Errorf("no progress: %q", got)
+	}
+	now := beamdp.Progress{Rows: 510, Bytes: 100 + 1<<19, Users: 7, Items: 3}
+	if got, want := status(now, base, 1<<20), "500 rows read (50% of 1.0 MiB), 7 users grouped, 3 release decisions"; got != want {
+		t.Errorf("status %q, want %q", got, want)
+	}
+	if got, want := status(now, base, 0), "500 rows read, 7 users grouped, 3 release decisions"; got != want {
+		t.Errorf("unknown size: status %q, want %q", got, want)
 	}
 }
