@@ -112,6 +112,9 @@ func heapAfterGC() uint64 {
 // never more than a budget, and no goroutine or heap growth once the
 // clients are gone; it logs p50/p99 latency per kind of statement.
 func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a load test of several minutes")
+	}
 	duration := loadLocalDuration
 	if testenv.CI() {
 		duration = loadDefaultDuration
