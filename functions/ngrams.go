@@ -15,6 +15,9 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 
+	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/sealed"
+	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -75,7 +78,7 @@ func NgramsTableFunction(cfg Config) sql.TableFunction { return &NGrams{cfg: cfg
 // is checked against the budget at plan time when the arguments are
 // constant (Governor.Check, so an over-budget release is refused before
 // any data is read) and charged in RowIter before any row is read
-// (Governor.Charge, with the ε and δ of the whole extraction); a Charge
+// (release.Governor.Charge, with the ε and δ of the whole extraction); a Charge
 // error is returned as is and nothing is released. Ungoverned sessions and
 // unprotected tables are not charged.
 //
@@ -558,22 +561,24 @@ func mechanismName(s string) setunion.Mechanism {
 // to charge and charged = true when the session is governed and the table
 // protected, after checking that the privacy unit argument is the table's
 // declared privacy-unit column.
-func (n *NGrams) govern(ctx *sql.Context, call *ngramsCall) (Release, bool, error) {
+func (n *NGrams) govern(ctx *sql.Context, call *ngramsCall) (release.Request, bool, error) {
 	g := n.cfg.Governor
 	if g == nil || !g.Governed(ctx) {
-		return Release{}, false, nil
+		return release.Request{}, false, nil
 	}
 	col, protected := g.PrivacyUnit(call.db, call.table)
 	if !protected {
-		return Release{}, false, nil
+		return release.Request{}, false, nil
 	}
 	if !strings.EqualFold(unquoteIdent(call.unitArg), col) {
 		client := ctx.Session.Client()
-		return Release{}, false, mysql.NewSQLError(erTableAccessDenied, mysql.SSClientError,
+		return release.Request{}, false, mysql.NewSQLError(erTableAccessDenied, mysql.SSClientError,
 			"DP_NGRAMS command denied to user '%s'@'%s' for table '%s': the privacy unit of the protected table %s.%s is the column '%s'; pass '%s' as the privacy_unit_column argument",
 			client.User, client.Address, call.table, call.db, call.table, col, col)
 	}
-	return Release{
+	cost, _ := accounting.Ngrams(call.opts)
+	return release.Request{
+		Cost:      cost,
 		Function:  NgramsFunction,
 		Database:  call.db,
 		Table:     call.table,
@@ -592,16 +597,16 @@ func (n *NGrams) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
 	if run == nil {
 		return nil, errors.New("DP_NGRAMS: the table function was executed without NewInstance")
 	}
-	run.once.Do(func() { run.ngrams, run.err = n.release(ctx) })
+	run.once.Do(func() { run.ngrams, run.err = n.extract(ctx) })
 	if run.err != nil {
 		return nil, run.err
 	}
 	return &ngramsIter{ngrams: run.ngrams}, nil
 }
 
-// release resolves the call, charges a governed release, reads the table
+// extract resolves the call, charges a governed release, reads the table
 // and runs the extraction.
-func (n *NGrams) release(ctx *sql.Context) ([]ngrams.NGram, error) {
+func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 	call, err := n.resolve(ctx)
 	if err != nil {
 		return nil, err
@@ -614,6 +619,13 @@ func (n *NGrams) release(ctx *sql.Context) ([]ngrams.NGram, error) {
 	if err != nil {
 		return nil, optionsError("DP_NGRAMS: %s", err.Error())
 	}
+	// The text and privacy-unit columns are read through the release scan
+	// (sealed evaluation, release context): the one path by which a
+	// release reads protected rows.
+	scan, err := ngramsScan(ctx, call)
+	if err != nil {
+		return nil, err
+	}
 	if charged {
 		// The charge is durable before any row is read; on error nothing
 		// is read or released.
@@ -621,7 +633,7 @@ func (n *NGrams) release(ctx *sql.Context) ([]ngrams.NGram, error) {
 			return nil, err
 		}
 	}
-	if err := readNgramRows(ctx, call, ex); err != nil {
+	if err := readNgramRows(ctx, scan, ex); err != nil {
 		return nil, err
 	}
 	res, err := ex.RunContext(ctx, n.cfg.rand())
@@ -631,84 +643,30 @@ func (n *NGrams) release(ctx *sql.Context) ([]ngrams.NGram, error) {
 	return res.NGrams, nil
 }
 
-// readNgramRows feeds every row of the call's table to ex: the privacy unit
-// in its canonical MySQL text form (the form DP_SET_UNION uses), the text
-// in its MySQL text form. Rows whose unit is NULL or empty are dropped (by
-// the extractor, silently: a count of them would leak); NULL text adds no
-// tokens. Conversions never fail, so no error carries a row's value. It
-// checks ctx for cancellation every few thousand rows. The scan runs under
-// ReleaseContext: it is a private release, which the governed server's
-// storage guard lets read protected tables.
-func readNgramRows(ctx *sql.Context, call *ngramsCall, ex *ngrams.Extractor) error {
-	ctx = ReleaseContext(ctx)
-	tbl := call.tbl
-	if pt, ok := tbl.(sql.ProjectedTable); ok {
-		cols := []string{call.text}
-		if !strings.EqualFold(call.unit, call.text) {
-			cols = append(cols, call.unit)
+// readNgramRows feeds every row of the scan to ex: the privacy unit and the
+// text in their MySQL text form. Rows whose unit is NULL or empty are
+// dropped by the scan (silently: a count of them would leak); NULL text
+// adds no tokens.
+func readNgramRows(ctx *sql.Context, scan *release.Scan, ex *ngrams.Extractor) error {
+	return scan.Run(ctx, func(row *release.Row) {
+		if text, ok := row.KeyText(0); ok {
+			ex.AddRow(row.Unit(), text)
 		}
-		tbl = pt.WithProjections(cols)
-	}
-	sch := tbl.Schema()
-	ti, ui := sch.IndexOfColName(call.text), sch.IndexOfColName(call.unit)
-	if ti < 0 || ui < 0 {
-		return fmt.Errorf("DP_NGRAMS: table %s.%s did not return the columns %s and %s", call.db, call.table, call.text, call.unit)
-	}
-	text := newValueText(sch[ti].Type)
-	unit := newValueText(sch[ui].Type)
-	parts, err := tbl.Partitions(ctx)
-	if err != nil {
-		return err
-	}
-	it := sql.NewTableRowIter(ctx, tbl, parts)
-	defer it.Close(ctx)
-	for i := 0; ; i++ {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		row, err := it.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		uv, tv := row[ui], row[ti]
-		if uv == nil || tv == nil {
-			continue
-		}
-		ex.AddRow(unit.bytes(ctx, uv), text.bytes(ctx, tv))
-	}
+	})
 }
 
-// valueText converts the values of one column to their MySQL text form as
-// bytes valid until the next call. ENUM and SET values go through their
-// type (their row values are indexes and bitmaps).
-type valueText struct {
-	t      texter
-	byType bool
-	buf    []byte
-}
-
-func newValueText(t sql.Type) *valueText {
-	return &valueText{t: newTexter(t), byType: types.IsEnum(t) || types.IsSet(t)}
-}
-
-func (v *valueText) bytes(ctx *sql.Context, x any) []byte {
-	var s string
-	var b []byte
-	if v.byType {
-		s, b, _ = v.t.slow(ctx, x)
-	} else {
-		s, b, _ = v.t.text(ctx, x) // never fails (see texter.slow)
+// ngramsScan compiles the scan of the call's table: the privacy unit and
+// the text column as the one key, both read as they are.
+func ngramsScan(ctx *sql.Context, call *ngramsCall) (*release.Scan, error) {
+	sch := call.tbl.Schema()
+	ti := sch.IndexOfColName(call.text)
+	if ti < 0 {
+		return nil, fmt.Errorf("DP_NGRAMS: table %s.%s has no column %s", call.db, call.table, call.text)
 	}
-	if b != nil {
-		return b
-	}
-	v.buf = append(v.buf[:0], s...)
-	return v.buf
+	tc := sch[ti]
+	text := expression.NewGetFieldWithTable(ti, 0, tc.Type, call.db, call.table, tc.Name, tc.Nullable)
+	return release.NewScan(ctx, call.db, call.table, call.tbl, call.unit, release.Expr{},
+		[]release.Expr{{E: text, Where: "text column"}}, sealed.Limits{})
 }
 
 // ngramsIter returns the released n-grams as rows.

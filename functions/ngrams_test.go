@@ -14,6 +14,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
 
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
@@ -125,7 +126,7 @@ func TestValueText(t *testing.T) {
 		{enum, uint16(2), "green"},
 		{types.JSON, types.MustJSON(`{"a": "b c"}`), `{"a": "b c"}`},
 	} {
-		if got := string(newValueText(c.typ).bytes(ctx, c.v)); got != c.want {
+		if got := string(release.NewTexter(c.typ).Append(ctx, nil, c.v)); got != c.want {
 			t.Errorf("%s %v: %q, want %q", c.typ, c.v, got, c.want)
 		}
 	}
@@ -184,7 +185,11 @@ func TestReadNgramRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := readNgramRows(ctx, call, ex); err != nil {
+		scan, err := ngramsScan(ctx, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := readNgramRows(ctx, scan, ex); err != nil {
 			t.Fatal(err)
 		}
 		if got := ex.Stats(); got != want {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -209,6 +210,16 @@ func (s *OptionSet) Alpha(key string, dst *float64) {
 	})
 }
 
+// allowUnproven is AllowUnprovenMechanisms's setting.
+var allowUnproven atomic.Bool
+
+// AllowUnprovenMechanisms lets the SQL functions of this process run the
+// mechanisms without a privacy proof (setunion.Mechanism.Unproven:
+// greedy_frequency_unproven, greedy_public_unproven), which they refuse by
+// default. The governed server sets it from its configuration
+// (allow_unproven_mechanisms); nothing else should.
+func AllowUnprovenMechanisms(allow bool) { allowUnproven.Store(allow) }
+
 // Options validates p and converts it to the core's options. Errors name the
 // parameter, the value and the allowed range (see setunion.Options.Validate).
 // greedy_public is refused: it needs a public frequency table, which SQL
@@ -218,10 +229,10 @@ func (p SetUnionParams) Options() (setunion.Options, error) {
 	if err != nil {
 		return setunion.Options{}, err
 	}
-	if m == setunion.GreedyPublic {
-		return setunion.Options{}, fmt.Errorf("mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)")
+	if m == setunion.GreedyPublic || m == setunion.GreedyPublicUnproven {
+		return setunion.Options{}, fmt.Errorf("mechanism %s needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)", m)
 	}
-	o := setunion.Options{Mechanism: m, Epsilon: p.Epsilon, Delta: p.Delta, MaxItems: p.MaxItems, Rounds: p.Rounds}
+	o := setunion.Options{Mechanism: m, Epsilon: p.Epsilon, Delta: p.Delta, MaxItems: p.MaxItems, Rounds: p.Rounds, AllowUnproven: allowUnproven.Load()}
 	switch {
 	case p.Alpha == AlphaDefault:
 	case p.Alpha < 0:

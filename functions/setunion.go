@@ -3,7 +3,6 @@ package functions
 import (
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -13,6 +12,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -36,7 +36,7 @@ type Config struct {
 	// Governor, when set, makes the engine a governed one: DP table
 	// functions refuse analysts what the governance forbids and charge
 	// their releases. Nil means ungoverned (see Governor).
-	Governor Governor
+	Governor release.Governor
 }
 
 func (c Config) rand() *rand.Rand {
@@ -311,8 +311,8 @@ func (f *SetUnion) NewBuffer() (sql.AggregationBuffer, error) {
 	return &setUnionBuffer{
 		f:    f,
 		item: item, unit: unit,
-		itemText: newTexter(item.Type()),
-		unitText: newTexter(unit.Type()),
+		itemText: release.NewTexter(item.Type()),
+		unitText: release.NewTexter(unit.Type()),
 	}, nil
 }
 
@@ -320,7 +320,8 @@ func (f *SetUnion) NewBuffer() (sql.AggregationBuffer, error) {
 type setUnionBuffer struct {
 	f                  *SetUnion
 	item, unit         sql.Expression
-	itemText, unitText texter
+	itemText, unitText *release.Texter
+	ubuf, ibuf         []byte
 	b                  *setunion.Builder
 }
 
@@ -356,25 +357,19 @@ func (b *setUnionBuffer) Update(ctx *sql.Context, row sql.Row) error {
 	if err != nil || uv == nil {
 		return err
 	}
-	us, ub, err := b.unitText.text(ctx, uv)
-	if err != nil {
-		return err
-	}
-	is, ib, err := b.itemText.text(ctx, iv)
-	if err != nil {
-		return err
-	}
+	us, ub := b.unitText.Text(ctx, uv)
+	is, ib := b.itemText.Text(ctx, iv)
 	switch {
 	case ub == nil && ib == nil:
 		b.b.Add(us, is)
 	default:
 		if ub == nil {
-			ub = append(b.unitText.buf[:0], us...)
-			b.unitText.buf = ub
+			b.ubuf = append(b.ubuf[:0], us...)
+			ub = b.ubuf
 		}
 		if ib == nil {
-			ib = append(b.itemText.buf[:0], is...)
-			b.itemText.buf = ib
+			b.ibuf = append(b.ibuf[:0], is...)
+			ib = b.ibuf
 		}
 		b.b.AddBytes(ub, ib)
 	}
@@ -403,65 +398,4 @@ func (b *setUnionBuffer) Dispose() {
 	expression.Dispose(b.item)
 	expression.Dispose(b.unit)
 	b.b = nil
-}
-
-// texter converts values of one SQL type to their MySQL text form, the form
-// a MySQL client would receive: strings as they are, integers in decimal,
-// dates as YYYY-MM-DD, and so on.
-type texter struct {
-	typ sql.Type
-	buf []byte
-}
-
-func newTexter(t sql.Type) texter { return texter{typ: t} }
-
-// text returns the text of a non-nil v: either as a string s (b == nil; no
-// copy) or as bytes b valid until the next call.
-func (t *texter) text(ctx *sql.Context, v any) (s string, b []byte, err error) {
-	switch x := v.(type) {
-	case string:
-		return x, nil, nil
-	case []byte:
-		return "", x, nil
-	case int64:
-		t.buf = strconv.AppendInt(t.buf[:0], x, 10)
-	case int32:
-		t.buf = strconv.AppendInt(t.buf[:0], int64(x), 10)
-	case int:
-		t.buf = strconv.AppendInt(t.buf[:0], int64(x), 10)
-	case int16:
-		t.buf = strconv.AppendInt(t.buf[:0], int64(x), 10)
-	case int8:
-		t.buf = strconv.AppendInt(t.buf[:0], int64(x), 10)
-	case uint64:
-		t.buf = strconv.AppendUint(t.buf[:0], x, 10)
-	case uint32:
-		t.buf = strconv.AppendUint(t.buf[:0], uint64(x), 10)
-	case uint16:
-		t.buf = strconv.AppendUint(t.buf[:0], uint64(x), 10)
-	case uint8:
-		t.buf = strconv.AppendUint(t.buf[:0], uint64(x), 10)
-	default:
-		return t.slow(ctx, v)
-	}
-	return "", t.buf, nil
-}
-
-// slow formats v through its type's wire encoding (dates, decimals,
-// floats, JSON, enums, …), falling back to a LONGTEXT conversion and then
-// to Go's formatting. It never fails: an error here would depend on one
-// row's value, and an error message must not carry protected data.
-func (t *texter) slow(ctx *sql.Context, v any) (string, []byte, error) {
-	if t.typ != nil {
-		if sv, err := t.typ.SQL(ctx, t.buf[:0], v); err == nil && !sv.IsNull() {
-			t.buf = append(t.buf[:0], sv.Raw()...)
-			return "", t.buf, nil
-		}
-	}
-	if c, _, err := types.LongText.Convert(ctx, v); err == nil {
-		if s, ok := c.(string); ok {
-			return s, nil, nil
-		}
-	}
-	return fmt.Sprint(v), nil, nil
 }

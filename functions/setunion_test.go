@@ -11,6 +11,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/shopspring/decimal"
 
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
@@ -103,11 +104,8 @@ func TestTextForm(t *testing.T) {
 		{types.MustCreateDecimalType(10, 2), decimal.RequireFromString("3.10"), "3.10"},
 		{types.Boolean, int8(1), "1"},
 	} {
-		tx := newTexter(c.typ)
-		s, b, err := tx.text(ctx, c.v)
-		if err != nil {
-			t.Fatalf("%v: %v", c.v, err)
-		}
+		tx := release.NewTexter(c.typ)
+		s, b := tx.Text(ctx, c.v)
 		if b != nil {
 			s = string(b)
 		}

@@ -37,7 +37,7 @@ const (
 // id, a user's e-mail or its user part, a private page; and the exact row
 // and user counts. (The e-mail domain, shared by every user, may be
 // released.)
-var canary = regexp.MustCompile(`700\d{4}|user\d+|canary-\d+|^(1500|300)$`)
+var canary = regexp.MustCompile(`\b700\d{4}\b|user\d+|canary-\d+|^(1500|300)$`)
 
 type bypassServer struct {
 	addr    string
@@ -88,6 +88,8 @@ datasets:
       - {name: path, type: TEXT}
       - {name: title, type: TEXT}
     public: true
+limits:
+  max_budget_delta: 0.5
 accounts:
   admins:
     - {user: %s, password_hash: '%s'}

@@ -247,15 +247,15 @@ func TestFaultKilledMidRelease(t *testing.T) {
 		if bal.Releases < received[user] {
 			t.Errorf("%s: charged %d releases but received %d", user, bal.Releases, received[user])
 		}
-		if int64(len(recs)) != bal.Releases || math.Abs(bal.Spent.Epsilon-0.25*float64(bal.Releases)) > 1e-9 {
-			t.Errorf("%s: %d audit records for %d charges, spent ε=%v", user, len(recs), bal.Releases, bal.Spent.Epsilon)
+		if int64(len(recs)) != bal.Releases || math.Abs(bal.Basic.Epsilon-0.25*float64(bal.Releases)) > 1e-9 {
+			t.Errorf("%s: %d audit records for %d charges, spent ε=%v", user, len(recs), bal.Releases, bal.Basic.Epsilon)
 		}
 		for _, r := range recs {
 			if r.Epsilon != 0.25 || !slices.ContainsFunc(faultReleases, func(q string) bool { return auditOf(r, q) }) {
 				t.Errorf("%s: audit record %+v is not one of the releases sent", user, r)
 			}
 		}
-		t.Logf("%s: charged %d releases (ε=%v) for %d received", user, bal.Releases, bal.Spent.Epsilon, received[user])
+		t.Logf("%s: charged %d releases (ε=%v) for %d received", user, bal.Releases, bal.Basic.Epsilon, received[user])
 	}
 	l.Close()
 
@@ -265,18 +265,18 @@ func TestFaultKilledMidRelease(t *testing.T) {
 	host, port = splitAddr(t, srv2.addr)
 	target := railsServer(nil, dir, host, port).analyst
 	res := runClient(t, clients.GoDriver{}, target, []clients.Statement{
-		clients.Query("SELECT releases, spent_epsilon FROM DP_BUDGET()"),
+		clients.Query("SELECT releases, basic_epsilon FROM DP_BUDGET()"),
 		clients.Query("SET dp_epsilon = 0.25"),
 		clients.Query(faultReleases[0]),
-		clients.Query("SELECT releases, spent_epsilon FROM DP_BUDGET()"),
+		clients.Query("SELECT releases, basic_epsilon FROM DP_BUDGET()"),
 	})
 	for _, r := range res {
 		if r.Error != nil {
 			t.Fatalf("after restart: %v", r.Error)
 		}
 	}
-	want0 := [][]string{{fmt.Sprint(balances["analyst"].Releases), fmt.Sprint(balances["analyst"].Spent.Epsilon)}}
-	want1 := [][]string{{fmt.Sprint(balances["analyst"].Releases + 1), fmt.Sprint(balances["analyst"].Spent.Epsilon + 0.25)}}
+	want0 := [][]string{{fmt.Sprint(balances["analyst"].Releases), fmt.Sprint(balances["analyst"].Basic.Epsilon)}}
+	want1 := [][]string{{fmt.Sprint(balances["analyst"].Releases + 1), fmt.Sprint(balances["analyst"].Basic.Epsilon + 0.25)}}
 	if got := res[0].Cells(); !slices.EqualFunc(got, want0, slices.Equal) {
 		t.Errorf("after restart DP_BUDGET() = %q, the ledger had %q", got, want0)
 	}
@@ -361,6 +361,8 @@ datasets:
       - {name: item, type: VARCHAR(32)}
       - {name: note, type: TEXT}
     privacy_unit: user_id
+limits:
+  max_budget_delta: 0.5
 accounts:
   admins:
     - {user: admin, password_hash: '%s'}

@@ -179,6 +179,8 @@ datasets:
 views:
   - {database: rails, name: first_words, query: "SELECT DISTINCT LOWER(SUBSTRING_INDEX(message, ' ', 1)) AS first_word FROM commits"}
   - {database: rails, name: cheap_notes, query: "SELECT id, note FROM notes WHERE price < 5"}
+limits:
+  max_budget_delta: 0.5
 accounts:
   admins:
     - {user: admin, password_hash: '%s'}

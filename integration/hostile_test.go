@@ -116,7 +116,9 @@ func startHostile(t *testing.T) (*govServer, *leakCheck) {
 	srv := startConfig(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
-%saccounts:
+%slimits:
+  max_budget_delta: 0.5
+accounts:
   admins:
     - {user: admin, password_hash: '%s'}
   analysts:
@@ -164,7 +166,7 @@ func hostileStatements() []string {
 		"SELECT DISTINCT REPEAT(item, 100) AS r FROM cells WHERE user_id IN ('p1', 'p2', 'p5')",
 		"SELECT DISTINCT CONCAT(item, '"+big+"') AS r FROM solo",
 		// Results that would be terabytes (go-mysql-server v0.20.0 alone dies
-		// of a fatal out-of-memory error: functions.BoundedStringFunctions).
+		// of a fatal out-of-memory error: gmsfix.Guarded).
 		"SELECT LENGTH(REPEAT(REPEAT('xxxxxxxxxx', 1000000), 2000000)) AS l",
 		"SELECT DISTINCT REPEAT(item, 2000000000) AS r FROM cells",
 		"SELECT DP_SET_UNION(LPAD(item, 2000000000, 'ab'), user_id) FROM cells",

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -8,11 +9,15 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/sealed"
+	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
 
 // Rule ids of the analyst rules.
@@ -28,6 +33,12 @@ type PolicyOption func(*policy)
 // private choice is the default, securerand.New).
 func WithRand(rnd func() *rand.Rand) PolicyOption {
 	return func(p *policy) { p.rnd = rnd }
+}
+
+// WithLimits sets the bounds of the sealed evaluation of releases (zero
+// fields: sealed.DefaultLimits).
+func WithLimits(l sealed.Limits) PolicyOption {
+	return func(p *policy) { p.limits = l }
 }
 
 // PolicyRules returns the analyst rules of the governed server. For a
@@ -51,7 +62,7 @@ func WithRand(rnd func() *rand.Rand) PolicyOption {
 //
 // Install them after Rules(). Sessions that are not governed (admins) are
 // left alone.
-func PolicyRules(gov functions.Governor, opts ...PolicyOption) []Rule {
+func PolicyRules(gov release.Governor, opts ...PolicyOption) []Rule {
 	p := &policy{gov: gov}
 	for _, o := range opts {
 		o(p)
@@ -63,24 +74,9 @@ func PolicyRules(gov functions.Governor, opts ...PolicyOption) []Rule {
 }
 
 type policy struct {
-	gov functions.Governor
-	rnd func() *rand.Rand
-}
-
-// ERTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR (vitess
-// v0.20.0's constants lack it).
-const ERTableAccessDenied = 1142
-
-// ErrAccess is the refusal of a read of a protected table (MySQL error
-// 1142, ER_TABLEACCESS_DENIED_ERROR, SQLSTATE 42000), naming the allowed
-// forms.
-func ErrAccess(db, table, why string) error {
-	return mysql.NewSQLError(ERTableAccessDenied, "42000",
-		"SELECT command denied for table '%s.%s': %s. An analyst may read a protected table only through a private release: "+
-			"SELECT DISTINCT c1[, c2…] FROM %s [WHERE …], SELECT c… FROM %s [WHERE …] GROUP BY c…, "+
-			"SELECT DP_SET_UNION(item, privacy_unit) FROM %s [WHERE …], or SELECT * FROM DP_NGRAMS('%s.%s', …); "+
-			"metadata (DESCRIBE, SHOW COLUMNS, SHOW CREATE TABLE) is allowed",
-		db, table, why, table, table, table, db, table)
+	gov    release.Governor
+	rnd    func() *rand.Rand
+	limits sealed.Limits
 }
 
 // rewrite is RewriteProtected.
@@ -88,7 +84,159 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	if p.gov == nil || !p.gov.Governed(ctx) {
 		return n, transform.SameTree, nil
 	}
-	return p.rewriteNode(ctx, n)
+	// One memo per statement: identical releases in it (go-mysql-server
+	// copies an aliased expression, subquery included, into two
+	// projections) are made and charged once.
+	ctx = ctx.WithContext(context.WithValue(ctx.Context, memoKey{}, map[string]*releaseResult{}))
+	h := &hiddenColumns{ids: map[sql.ColumnId]string{}}
+	ctx = ctx.WithContext(context.WithValue(ctx.Context, hiddenKey{}, h))
+	out, same, err := p.rewriteNode(ctx, n)
+	if err != nil || len(h.ids) == 0 {
+		return out, same, err
+	}
+	if out, err = h.resolve(out); err != nil {
+		return nil, transform.SameTree, err
+	}
+	return out, transform.NewTree, nil
+}
+
+// memoKey keys the statement's release memo in the rewrite's context.
+type memoKey struct{}
+
+// hiddenKey keys the statement's *hiddenColumns in the rewrite's context.
+type hiddenKey struct{}
+
+// hiddenColumns are the raw columns a GROUP BY by expressions carries for
+// the nodes above it (projectedGroupBy): go-mysql-server plans SELECT
+// LOWER(w) AS k, COUNT(*) … GROUP BY k HAVING … as a Project that
+// recomputes LOWER(w) over Having over a Project that carries w. A release
+// outputs such a column as NULL: it never holds data. resolve replaces the
+// recomputed key expressions above the release by references to the
+// released keys, and refuses a query that still shows or uses a hidden
+// column (SELECT LOWER(w) AS k, w … GROUP BY k), which would otherwise
+// silently read NULL.
+type hiddenColumns struct {
+	ids  map[sql.ColumnId]string // hidden column id → db.table
+	keys []hiddenKeyRef
+}
+
+// hiddenKeyRef is a group key a release outputs: its expression (as text)
+// and the reference to its output column.
+type hiddenKeyRef struct {
+	expr string
+	ref  sql.Expression
+}
+
+func (h *hiddenColumns) resolve(n sql.Node) (sql.Node, error) {
+	refersHidden := func(e sql.Expression) bool {
+		found := false
+		sql.Inspect(e, func(e sql.Expression) bool {
+			if gf, ok := e.(*expression.GetField); ok && h.ids[gf.Id()] != "" {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	var fix func(n sql.Node) (sql.Node, transform.TreeIdentity, error)
+	fixExpr := func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		switch x := e.(type) {
+		case *plan.Subquery:
+			if x.Query == nil {
+				return e, transform.SameTree, nil
+			}
+			q, same, err := transform.NodeWithOpaque(x.Query, fix)
+			if err != nil || same {
+				return e, transform.SameTree, err
+			}
+			return x.WithQuery(q), transform.NewTree, nil
+		case *expression.GetField, *expression.Alias:
+			return e, transform.SameTree, nil
+		}
+		if !refersHidden(e) {
+			return e, transform.SameTree, nil
+		}
+		for _, k := range h.keys {
+			if e.String() == k.expr {
+				return k.ref, transform.NewTree, nil
+			}
+		}
+		return e, transform.SameTree, nil
+	}
+	fix = func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+		switch x := n.(type) {
+		case *Release:
+			return n, transform.SameTree, nil
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				return n, transform.SameTree, nil
+			}
+		}
+		return transform.OneNodeExpressions(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			return transform.Expr(e, fixExpr)
+		})
+	}
+	out, _, err := transform.NodeWithOpaque(n, fix)
+	if err != nil {
+		return nil, err
+	}
+	// What still refers to a hidden column is refused: a node's
+	// expressions (outside the releases' own Projects), or the query's
+	// result itself when a release's Project is what it shows.
+	var refuse error
+	refuseAt := func(gf *expression.GetField) {
+		if refuse == nil {
+			db, name, _ := strings.Cut(h.ids[gf.Id()], ".")
+			refuse = release.ErrAccess(db, name, fmt.Sprintf(
+				"%s is neither a group key nor an aggregate; a private GROUP BY shows only its keys and noisy COUNT(*), COUNT(expr), COUNT(DISTINCT privacy unit), SUM(expr) and AVG(expr)", gf.Name()))
+		}
+	}
+	var inspectNode func(n sql.Node) bool
+	inspectExpr := func(e sql.Expression) bool {
+		switch x := e.(type) {
+		case *expression.GetField:
+			if h.ids[x.Id()] != "" {
+				refuseAt(x)
+			}
+		case *plan.Subquery:
+			if x.Query != nil {
+				transform.Inspect(x.Query, inspectNode)
+			}
+		}
+		return refuse == nil
+	}
+	inspectNode = func(n sql.Node) bool {
+		switch x := n.(type) {
+		case *Release:
+			return false
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				return false
+			}
+		}
+		if ex, ok := n.(sql.Expressioner); ok {
+			for _, e := range ex.Expressions() {
+				sql.Inspect(e, inspectExpr)
+			}
+		}
+		return refuse == nil
+	}
+	transform.Inspect(out, inspectNode)
+	for top := out; refuse == nil; {
+		switch x := top.(type) {
+		case *plan.Sort, *plan.Limit, *plan.Offset, *plan.Having, *plan.Filter, *plan.Distinct, *plan.TopN, *plan.SubqueryAlias:
+			top = x.Children()[0]
+			continue
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				for _, e := range x.Projections {
+					sql.Inspect(e, inspectExpr)
+				}
+			}
+		}
+		break
+	}
+	return out, refuse
 }
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
@@ -104,6 +252,8 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 			r, order, err = p.distinct(ctx, n)
 		case *plan.GroupBy:
 			r, err = p.groupBy(ctx, n)
+		case *plan.Project:
+			r, err = p.projectedGroupBy(ctx, n)
 		case *plan.Sort:
 			return sortOverRelease(n), transform.NewTree, nil
 		}
@@ -113,10 +263,17 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 		if r == nil {
 			return n, same, nil
 		}
-		for _, rel := range r.releases(ctx) {
-			if err := p.gov.Check(ctx, rel); err != nil {
-				return nil, transform.SameTree, err
+		if err := release.Check(ctx, p.gov, r.requests(ctx)); err != nil {
+			return nil, transform.SameTree, err
+		}
+		if proj, ok := n.(*plan.Project); ok {
+			// Keep a Project of the projection's column ids over the
+			// release, as for DISTINCT below, for the Sort above.
+			refs := make([]sql.Expression, len(proj.Projections))
+			for i := range refs {
+				refs[i] = r.outputs[i]
 			}
+			return plan.NewProject(refs, r), transform.NewTree, nil
 		}
 		if d, ok := n.(*plan.Distinct); ok {
 			// Keep a Project of the original column ids over the release:
@@ -128,7 +285,7 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 				if ie, ok := proj.Projections[i].(sql.IdExpression); ok {
 					id = ie.Id()
 				}
-				refs[i] = expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable)
+				refs[i] = columnRef(i, id, c)
 			}
 			var out sql.Node = plan.NewProject(refs, r)
 			if len(order) > 0 {
@@ -265,12 +422,12 @@ func (p *policy) distinct(ctx *sql.Context, d *plan.Distinct) (*Release, []outpu
 		for _, f := range sort.SortFields {
 			i := selectedIndex(proj.Projections, aliases, f.Column)
 			if i < 0 {
-				return nil, nil, ErrAccess(src.db, src.name, fmt.Sprintf("the ORDER BY of a private SELECT DISTINCT may only use the selected columns, not %s", f.Column))
+				return nil, nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the ORDER BY of a private SELECT DISTINCT may only use the selected columns, not %s", f.Column))
 			}
 			order = append(order, outputOrder{out: i, order: f.Order, nulls: f.NullOrdering})
 		}
 	}
-	r, err := p.newRelease(ctx, src, distinctRows, keys, out, nil, proj.Schema())
+	r, err := p.newRelease(ctx, src, distinctRows, keys, out, nil, proj.Schema(), proj.Projections)
 	return r, order, err
 }
 
@@ -333,6 +490,14 @@ func sortOverRelease(s *plan.Sort) sql.Node {
 // groupBy rewrites GroupBy(select, group, source) when it only groups (the
 // GROUP BY form) or only computes DP_SET_UNION calls (after LiftSetUnion).
 func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
+	return p.groupByAs(ctx, g, g.Schema(), g.SelectedExprs, false)
+}
+
+// groupByAs is groupBy with the release's schema and the expressions whose
+// column ids its outputs take given; hide outputs the projection's raw
+// columns of the table that are not group keys as NULL, and records them as
+// hidden (see hiddenKey).
+func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema, ids []sql.Expression, hide bool) (*Release, error) {
 	src, ok := p.protectedSource(g.Child)
 	if !ok {
 		return nil, nil
@@ -346,13 +511,14 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 			}
 			calls = append(calls, su)
 		}
-		return p.newRelease(ctx, src, setUnions, nil, nil, calls, g.Schema())
+		return p.newRelease(ctx, src, setUnions, nil, nil, calls, g.Schema(), g.SelectedExprs)
 	}
 	keys := make([]sql.Expression, len(g.GroupByExprs))
 	for i, e := range g.GroupByExprs {
 		keys[i] = unalias(e)
 	}
 	out := make([]int, len(g.SelectedExprs))
+	var aggs []aggregate
 	for i, e := range g.SelectedExprs {
 		out[i] = -1
 		for k, key := range keys {
@@ -361,11 +527,201 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 				break
 			}
 		}
+		if out[i] >= 0 {
+			continue
+		}
+		if _, ok := unalias(e).(*expression.GetField); ok && hide {
+			if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
+				ctx.Value(hiddenKey{}).(*hiddenColumns).ids[ie.Id()] = src.db + "." + src.name
+				continue // out[i] = -1: NULL
+			}
+		}
+		a, ok, err := aggregateOf(src, unalias(e))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, nil // a non-key column: the guard refuses
+		}
+		// The same aggregate twice (HAVING COUNT(*) … with COUNT(*) in
+		// the select list) is one aggregate, released once.
+		for j, b := range aggs {
+			if b.kind == a.kind && (a.value == nil) == (b.value == nil) && (a.value == nil || sameExpr(a.value, b.value)) {
+				out[i] = len(keys) + j
+				break
+			}
+		}
 		if out[i] < 0 {
-			return nil, nil // an aggregate or a non-key column: the guard refuses
+			out[i] = len(keys) + len(aggs)
+			aggs = append(aggs, a)
 		}
 	}
-	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema())
+	var r *Release
+	var err error
+	if len(aggs) > 0 {
+		r, err = p.newAggregateRelease(ctx, src, keys, aggs, out, schema, ids)
+	} else {
+		r, err = p.newRelease(ctx, src, distinctRows, keys, out, nil, schema, ids)
+	}
+	if err == nil && hide {
+		h := ctx.Value(hiddenKey{}).(*hiddenColumns)
+		for i, k := range out {
+			if k >= 0 && k < len(keys) {
+				h.keys = append(h.keys, hiddenKeyRef{expr: keys[k].String(), ref: r.outputs[i]})
+			}
+		}
+	}
+	return r, err
+}
+
+// projectedGroupBy rewrites Project(GroupBy(…)) when the GroupBy groups by
+// expressions: the planbuilder then selects the raw columns the expressions
+// read and computes the expressions in the Project above (SELECT LOWER(w)
+// AS k, COUNT(*) … GROUP BY k). The projection, with its references to the
+// GroupBy's columns replaced by what they select, must consist of group keys
+// and DP aggregates, as for groupBy; the raw columns themselves never leave.
+func (p *policy) projectedGroupBy(ctx *sql.Context, proj *plan.Project) (*Release, error) {
+	g, ok := proj.Child.(*plan.GroupBy)
+	if !ok || len(g.GroupByExprs) == 0 {
+		return nil, nil
+	}
+	if _, ok := p.protectedSource(g.Child); !ok {
+		return nil, nil
+	}
+	byID := map[sql.ColumnId]sql.Expression{}
+	for _, e := range g.SelectedExprs {
+		if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
+			byID[ie.Id()] = unalias(e)
+		}
+	}
+	exprs := make([]sql.Expression, len(proj.Projections))
+	for i, e := range proj.Projections {
+		x, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			if gf, ok := e.(*expression.GetField); ok {
+				if sel, ok := byID[gf.Id()]; ok {
+					if _, raw := sel.(*expression.GetField); !raw {
+						return sel, transform.NewTree, nil
+					}
+				}
+			}
+			return e, transform.SameTree, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		exprs[i] = x
+	}
+	// The outputs keep the projection's column ids (transform.Expr
+	// rebuilds an Alias with a new id).
+	return p.groupByAs(ctx, plan.NewGroupBy(exprs, g.GroupByExprs, g.Child), proj.Schema(), proj.Projections, true)
+}
+
+// aggregate is one DP aggregate of a private GROUP BY: its kind and the
+// expression whose values it aggregates (nil for COUNT(*) and
+// COUNT(DISTINCT privacy_unit)).
+type aggregate struct {
+	kind  dpagg.Kind
+	value sql.Expression
+}
+
+// aggregateOf recognises the aggregates a private GROUP BY offers: COUNT(*),
+// COUNT(expr), COUNT(DISTINCT privacy_unit), SUM(expr), AVG(expr). ok is
+// false for an expression that is no aggregate; any other aggregate is an
+// error saying which are offered.
+func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
+	refuse := func(what string) (aggregate, bool, error) {
+		return aggregate{}, false, release.ErrAccess(src.db, src.name, fmt.Sprintf(
+			"%s is not offered; a private GROUP BY releases noisy COUNT(*), COUNT(expr), COUNT(DISTINCT %s), SUM(expr) and AVG(expr) per privately chosen key (SUM and AVG need dp_contribution_bounds)", what, src.unit))
+	}
+	switch x := e.(type) {
+	case *aggregation.Count:
+		if w := x.Window(); w != nil {
+			return refuse("a window function")
+		}
+		if isConstantNonNull(x.Child) {
+			return aggregate{kind: dpagg.CountRows}, true, nil
+		}
+		return aggregate{kind: dpagg.CountValues, value: x.Child}, true, nil
+	case *aggregation.CountDistinct:
+		if ch := x.Children(); len(ch) == 1 {
+			if gf, ok := ch[0].(*expression.GetField); ok && strings.EqualFold(gf.Name(), src.unit) {
+				return aggregate{kind: dpagg.CountUnits}, true, nil
+			}
+		}
+		return refuse(fmt.Sprintf("COUNT(DISTINCT …) of anything but the privacy unit %s (for the distinct values themselves, use SELECT DISTINCT)", src.unit))
+	case *aggregation.Sum:
+		return aggregate{kind: dpagg.Sum, value: x.Child}, true, nil
+	case *aggregation.Avg:
+		return aggregate{kind: dpagg.Avg, value: x.Child}, true, nil
+	case sql.Aggregation:
+		return refuse(describeAggregate(e))
+	}
+	return aggregate{}, false, nil
+}
+
+func describeAggregate(e sql.Expression) string {
+	if f, ok := e.(sql.FunctionExpression); ok {
+		return strings.ToUpper(f.FunctionName()) + "()"
+	}
+	return e.String()
+}
+
+// isConstantNonNull reports whether e is a constant that is not NULL (the
+// planbuilder writes COUNT(*) as COUNT(1)).
+func isConstantNonNull(e sql.Expression) bool {
+	if _, ok := e.(*expression.Star); ok {
+		return true
+	}
+	l, ok := e.(*expression.Literal)
+	return ok && l.Value() != nil
+}
+
+// newAggregateRelease builds the release of a private GROUP BY with DP
+// aggregates: the options from the session (and the statement's SET_VAR
+// hints), calibrated now so that bad options fail before any charge.
+func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression) (*Release, error) {
+	kinds := make([]dpagg.Kind, len(aggs))
+	var values []sql.Expression
+	valueOf := make([]int, len(aggs))
+	for i, a := range aggs {
+		kinds[i] = a.kind
+		valueOf[i] = -1
+		if a.value != nil {
+			valueOf[i] = len(keys) + len(values)
+			values = append(values, a.value)
+		}
+	}
+	if err := functions.SessionHintsError(ctx); err != nil {
+		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s", src.db, src.name, err)
+	}
+	ap, err := functions.SessionAggregateParams(ctx)
+	if err == nil {
+		var o dpagg.Options
+		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		if err == nil {
+			var plan *dpagg.Plan
+			if plan, err = dpagg.Calibrate(o); err == nil {
+				r, err := p.newRelease(ctx, src, aggregateRows, append(keys, values...), out, nil, schema, ids)
+				if err != nil {
+					return nil, err
+				}
+				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
+				return r, nil
+			}
+		}
+	}
+	return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s (check the dp_* session variables)", src.db, src.name, err)
+}
+
+// columnRef is a reference to column i of a release's output whose column
+// id is id (NewGetFieldWithTable takes a table id, and sets the column id
+// to the index).
+func columnRef(i int, id sql.ColumnId, c *sql.Column) *expression.GetField {
+	gf := expression.NewGetFieldWithTable(i, 0, c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable)
+	if id == 0 {
+		return gf
+	}
+	return gf.WithId(id).(*expression.GetField)
 }
 
 func unalias(e sql.Expression) sql.Expression {
@@ -388,42 +744,50 @@ func sameExpr(a, b sql.Expression) bool {
 }
 
 // newRelease binds the expressions of a release to the table's rows and
-// checks them.
-func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema) (*Release, error) {
-	r := &Release{mode: mode, db: src.db, table: src.table, out: out, schema: schema, gov: p.gov, rnd: p.rnd, done: &releaseResult{}}
-	tschema := src.table.Schema()
-	bind := func(e sql.Expression, what string) (sql.Expression, error) {
-		if err := checkReleaseExpr(src, e, what); err != nil {
-			return nil, err
+// compiles its sealed scan: the allow-list refuses, before anything is
+// charged, what a release may not evaluate.
+func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
+	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd}
+	// The output columns keep the column ids of the expressions they
+	// replace, so that the nodes above find them (ProjectedExprs).
+	for i, c := range schema {
+		id := sql.ColumnId(0)
+		if i < len(outputs) {
+			if ie, ok := outputs[i].(sql.IdExpression); ok {
+				id = ie.Id()
+			}
 		}
-		return bindToTable(src, tschema, e, what)
+		r.outputs = append(r.outputs, columnRef(i, id, c))
 	}
-	unitIdx := tschema.IndexOfColName(src.unit)
-	if unitIdx < 0 {
-		return nil, fmt.Errorf("protected table %s.%s has no privacy-unit column %q", src.db, src.name, src.unit)
+	tschema := src.table.Schema()
+	bind := func(e sql.Expression, what string) (release.Expr, error) {
+		b, err := bindToTable(src, tschema, e, what)
+		return release.Expr{E: b, Where: what}, err
 	}
-	uc := tschema[unitIdx]
-	r.unit = expression.NewGetFieldWithTable(unitIdx, 0, uc.Type, src.db, src.name, uc.Name, uc.Nullable)
+	var filter release.Expr
 	for _, f := range src.filters {
 		b, err := bind(f, "WHERE clause")
 		if err != nil {
 			return nil, err
 		}
-		if r.filter == nil {
-			r.filter = b
+		if filter.E == nil {
+			filter = b
 		} else {
-			r.filter = expression.NewAnd(r.filter, b)
+			filter.E = expression.NewAnd(filter.E, b.E)
 		}
 	}
+	var scanKeys []release.Expr
 	switch mode {
-	case distinctRows:
-		r.keys = make([]sql.Expression, len(keys))
-		for i, k := range keys {
+	case distinctRows, aggregateRows:
+		for _, k := range keys {
 			b, err := bind(k, "selected columns")
 			if err != nil {
 				return nil, err
 			}
-			r.keys[i] = b
+			scanKeys = append(scanKeys, b)
+		}
+		if err := functions.SessionHintsError(ctx); err != nil {
+			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 		}
 		params := functions.SessionParams(ctx)
 		o, err := params.Options()
@@ -435,49 +799,48 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		for _, c := range calls {
 			gf, ok := c.PrivacyUnit().(*expression.GetField)
 			if !ok || !strings.EqualFold(gf.Name(), src.unit) || !strings.EqualFold(gf.Table(), src.ref) {
-				return nil, ErrAccess(src.db, src.name, fmt.Sprintf("the privacy unit of DP_SET_UNION over it must be its column %s, not %s", src.unit, c.PrivacyUnit()))
+				return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the privacy unit of DP_SET_UNION over it must be its column %s, not %s", src.unit, c.PrivacyUnit()))
 			}
 			item, err := bind(c.Item(), "DP_SET_UNION item")
 			if err != nil {
 				return nil, err
 			}
 			r.calls = append(r.calls, c)
-			r.items = append(r.items, item)
+			scanKeys = append(scanKeys, item)
+		}
+	}
+	scan, err := release.NewScan(ctx, src.db, src.name, src.table, src.unit, filter, scanKeys, p.limits)
+	if err != nil {
+		return nil, err
+	}
+	r.scan = scan
+	r.done = &releaseResult{}
+	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
+		key := r.spec(filter, scanKeys)
+		if prev, ok := memo[key]; ok {
+			r.done = prev
+		} else {
+			memo[key] = r.done
 		}
 	}
 	return r, nil
 }
 
-// deniedFunctions are functions a private release refuses in its
-// expressions: they act outside the row (locks, files, sleeping, which
-// would let the running time depend on one row).
-var deniedFunctions = map[string]bool{
-	"sleep": true, "benchmark": true, "load_file": true, "get_lock": true, "release_lock": true,
-	"release_all_locks": true, "is_free_lock": true, "is_used_lock": true,
-}
-
-// checkReleaseExpr refuses what a row-wise release cannot evaluate safely:
-// subqueries (they read other data, maybe protected, and are not
-// analysed inside a release), assignments to variables (they would carry a
-// protected value out of the query), and the denied functions.
-func checkReleaseExpr(src source, e sql.Expression, what string) error {
-	var err error
-	transform.InspectExpr(e, func(e sql.Expression) bool {
-		switch e := e.(type) {
-		case *plan.Subquery:
-			err = ErrAccess(src.db, src.name, "subqueries are not allowed in the "+what+" of a private release")
-		case *expression.SetField:
-			err = ErrAccess(src.db, src.name, "assignments are not allowed in the "+what+" of a private release")
-		case sql.Aggregation, sql.WindowAdaptableExpression:
-			err = ErrAccess(src.db, src.name, "aggregate and window functions are not allowed in the "+what+" of a private release")
-		case sql.FunctionExpression:
-			if deniedFunctions[strings.ToLower(e.FunctionName())] {
-				err = ErrAccess(src.db, src.name, fmt.Sprintf("function %s is not allowed in a private release", strings.ToUpper(e.FunctionName())))
-			}
-		}
-		return err != nil
-	})
-	return err
+// spec identifies a release within a statement: what it reads, how, and
+// with which options.
+func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%s.%s|%v|", r.mode, r.db, r.name, r.options())
+	if filter.E != nil {
+		b.WriteString(filter.E.String())
+	}
+	for _, k := range keys {
+		b.WriteString("|" + k.E.String())
+	}
+	for _, o := range r.out {
+		fmt.Fprintf(&b, ",%d", o)
+	}
+	return b.String()
 }
 
 // bindToTable rewrites e's column references to indexes of the table's
@@ -491,7 +854,7 @@ func bindToTable(src source, tschema sql.Schema, e sql.Expression, what string) 
 		}
 		idx := tschema.IndexOfColName(gf.Name())
 		if idx < 0 || (gf.Table() != "" && !strings.EqualFold(gf.Table(), src.ref) && !strings.EqualFold(gf.Table(), src.name)) {
-			return nil, transform.SameTree, ErrAccess(src.db, src.name, fmt.Sprintf("the %s of a private release may only use the table's own columns, not %s", what, gf))
+			return nil, transform.SameTree, release.ErrAccess(src.db, src.name, fmt.Sprintf("the %s of a private release may only use the table's own columns, not %s", what, gf))
 		}
 		c := tschema[idx]
 		return expression.NewGetFieldWithTable(idx, 0, c.Type, src.db, src.name, c.Name, c.Nullable), transform.NewTree, nil
@@ -528,21 +891,21 @@ func (p *policy) check(n sql.Node) error {
 					db = d.Database().Name()
 				}
 				if _, prot := p.gov.PrivacyUnit(db, t.Name()); prot {
-					err = ErrAccess(db, t.Name(), "ANALYZE TABLE computes statistics of protected rows")
+					err = release.ErrAccess(db, t.Name(), "ANALYZE TABLE computes statistics of protected rows")
 					return false
 				}
 			}
 		case *plan.TableCountLookup:
 			if n.Db() != nil {
 				if _, prot := p.gov.PrivacyUnit(n.Db().Name(), n.Table().Name()); prot {
-					err = ErrAccess(n.Db().Name(), n.Table().Name(), "counting rows is not a private release")
+					err = release.ErrAccess(n.Db().Name(), n.Table().Name(), "counting rows is not a private release")
 					return false
 				}
 			}
 		case sql.TableNode:
 			if n.Database() != nil {
 				if _, prot := p.gov.PrivacyUnit(n.Database().Name(), n.UnderlyingTable().Name()); prot {
-					err = ErrAccess(n.Database().Name(), n.UnderlyingTable().Name(), "this query reads its rows directly")
+					err = release.ErrAccess(n.Database().Name(), n.UnderlyingTable().Name(), "this query reads its rows directly")
 					return false
 				}
 			}
@@ -560,18 +923,4 @@ func (p *policy) check(n sql.Node) error {
 		return err == nil
 	})
 	return err
-}
-
-// ScanGuard returns the check a governed server installs on each protected
-// table (storage.Table.WithScanGuard): a governed session may read rows of
-// db.table only inside a private release (functions.ReleaseContext). It
-// backs up the planner's guard at the storage layer, so that a plan shape
-// the guard does not know still cannot read protected rows.
-func ScanGuard(gov functions.Governor, db, table string) func(*sql.Context) error {
-	return func(ctx *sql.Context) error {
-		if gov.Governed(ctx) && !functions.InRelease(ctx) {
-			return ErrAccess(db, table, "its rows can only be read by a private release")
-		}
-		return nil
-	}
 }

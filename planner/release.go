@@ -3,7 +3,7 @@ package planner
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -12,41 +12,45 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/dpagg"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // Release is the plan node of a private release over one protected table:
 // what the analyst rules make of SELECT DISTINCT, GROUP BY and DP_SET_UNION
-// queries. It is a leaf (the table is held inside it, invisible to the
-// rules that run after the rewrite) and an sql.ExecSourceRel: at execution
-// it charges the release to the analyst's budget, scans the table, and
-// returns only released keys.
+// queries. It is a leaf (the table is held inside its release.Scan,
+// invisible to the rules that run after the rewrite) and an
+// sql.ExecSourceRel: at execution it charges the release to the analyst's
+// budget, runs the sealed scan, and returns only released keys.
 //
-// The scan evaluates the row filter, the keys and the privacy unit itself,
-// so that no error raised by an expression over a protected row reaches the
-// client (an error would leak whether some row satisfies a condition): a
-// row whose filter, key or privacy unit fails to evaluate is skipped, as if
-// filtered out. Every row-wise filter keeps the release differentially
-// private, because it is applied to each row independently of the others.
+// The released rows are a function of the released keys alone: a key's
+// columns are decoded from its MySQL text (the form the mechanism
+// released), never taken from a protected row.
 type Release struct {
-	mode   releaseMode
-	db     string
-	table  sql.Table // the underlying table, full schema
-	filter sql.Expression
-	unit   sql.Expression
-	// Distinct rows: the key expressions, and per output column the index
-	// of its key.
-	keys []sql.Expression
+	mode releaseMode
+	db   string
+	name string // table name
+	scan *release.Scan
+	// Distinct rows: per output column, the index of its key.
 	out  []int
 	opts setunion.Options
-	// DP_SET_UNION: the bound calls, their items rebound to table rows.
+	// DP_SET_UNION: the bound calls, one per item key of the scan.
 	calls []*functions.SetUnion
-	items []sql.Expression
+	// GROUP BY with DP aggregates: the first groupKeys scan keys are the
+	// group keys; aggValue gives, per aggregate, the scan key of its value
+	// (-1: none). Output columns with out[i] ≥ groupKeys are aggregates.
+	groupKeys int
+	aggOpts   dpagg.Options
+	aggPlan   *dpagg.Plan
+	aggValue  []int
 
-	schema sql.Schema
-	gov    functions.Governor
-	rnd    func() *rand.Rand
+	schema  sql.Schema
+	outputs []sql.Expression // one column reference per output column, with its id
+	gov     release.Governor
+	rnd     func() *rand.Rand
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)
@@ -63,14 +67,22 @@ type releaseResult struct {
 type releaseMode int
 
 const (
-	distinctRows releaseMode = iota // SELECT DISTINCT / GROUP BY: one row per released key
-	setUnions                       // DP_SET_UNION calls: one row of JSON arrays
+	distinctRows  releaseMode = iota // SELECT DISTINCT / GROUP BY: one row per released key
+	setUnions                        // DP_SET_UNION calls: one row of JSON arrays
+	aggregateRows                    // GROUP BY with aggregates: one row per released key, with noisy aggregates
 )
 
 var (
 	_ sql.Node          = (*Release)(nil)
 	_ sql.ExecSourceRel = (*Release)(nil)
+	_ sql.Projector     = (*Release)(nil)
 )
+
+// ProjectedExprs implements sql.Projector: the release's output columns,
+// with the column ids of the expressions they replaced. Being a projector
+// also makes go-mysql-server prepend the outer scope's row to its rows in a
+// subquery, as it does for tables.
+func (r *Release) ProjectedExprs() []sql.Expression { return r.outputs }
 
 // Resolved implements sql.Node.
 func (r *Release) Resolved() bool { return true }
@@ -95,14 +107,18 @@ func (r *Release) WithChildren(children ...sql.Node) (sql.Node, error) {
 // String implements sql.Node (EXPLAIN shows it; it names no data).
 func (r *Release) String() string {
 	what := "SELECT DISTINCT"
-	if r.mode == setUnions {
+	switch r.mode {
+	case setUnions:
 		what = "DP_SET_UNION"
+	case aggregateRows:
+		return fmt.Sprintf("PrivateRelease(GROUP BY with DP aggregates over %s.%s: selection %s, ε=%g δ=%g)",
+			r.db, r.name, r.aggPlan.Selection.Mechanism, r.aggOpts.Epsilon, r.aggOpts.Delta)
 	}
 	var mechs []string
 	for _, o := range r.options() {
 		mechs = append(mechs, fmt.Sprintf("%s ε=%g δ=%g", o.Mechanism, o.Epsilon, o.Delta))
 	}
-	return fmt.Sprintf("PrivateRelease(%s over %s.%s: %s)", what, r.db, r.table.Name(), strings.Join(mechs, "; "))
+	return fmt.Sprintf("PrivateRelease(%s over %s.%s: %s)", what, r.db, r.name, strings.Join(mechs, "; "))
 }
 
 // options returns the options of each release the node makes.
@@ -117,17 +133,29 @@ func (r *Release) options() []setunion.Options {
 	return out
 }
 
-// releases describes the node's releases for the ledger.
-func (r *Release) releases(ctx *sql.Context) []functions.Release {
+// requests describes the node's releases for the ledger.
+func (r *Release) requests(ctx *sql.Context) []release.Request {
 	fn := "SELECT DISTINCT"
-	if r.mode == setUnions {
+	switch r.mode {
+	case setUnions:
 		fn = strings.ToUpper(functions.SetUnionName)
+	case aggregateRows:
+		cost, _ := accounting.Aggregates(r.aggPlan)
+		return []release.Request{{
+			Function: "GROUP BY aggregates", Database: r.db, Table: r.name,
+			Epsilon: r.aggOpts.Epsilon, Delta: r.aggOpts.Delta, Mechanism: string(r.aggPlan.Selection.Mechanism),
+			Query: ctx.Query(), Cost: cost,
+		}}
 	}
-	var out []functions.Release
+	var out []release.Request
 	for _, o := range r.options() {
-		out = append(out, functions.Release{
-			Function: fn, Database: r.db, Table: r.table.Name(),
+		// Options were validated; a cost that cannot be computed falls
+		// back to basic composition (Request.LedgerCost).
+		cost, _ := accounting.SetUnionOptions(o)
+		out = append(out, release.Request{
+			Function: fn, Database: r.db, Table: r.name,
 			Epsilon: o.Epsilon, Delta: o.Delta, Mechanism: string(o.Mechanism), Query: ctx.Query(),
+			Cost: cost,
 		})
 	}
 	return out
@@ -155,73 +183,40 @@ func (r *Release) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
 
 // run makes the release: charge, scan, release.
 func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
-	for _, rel := range r.releases(ctx) {
-		if err := r.gov.Charge(ctx, rel); err != nil {
-			return nil, err
-		}
+	if r.mode == aggregateRows {
+		return r.runAggregates(ctx)
 	}
-	builders := make([]*setunion.Builder, len(r.options()))
-	for i, o := range r.options() {
+	opts := r.options()
+	builders := make([]*setunion.Builder, len(opts))
+	for i, o := range opts {
 		b, err := setunion.NewBuilder(o)
 		if err != nil {
 			return nil, err
 		}
 		builders[i] = b
 	}
-	// Distinct rows: encoded key → key values, except for a single text key
-	// whose encoding is the value itself (the common case, kept out of the
-	// map to save a lookup per row).
-	first := map[string]sql.Row{}
-	unitText := functions.NewTexter(r.unit.Type())
-	itemTexts := make([]*functions.Texter, len(r.items))
-	for i, e := range r.items {
-		itemTexts[i] = functions.NewTexter(e.Type())
+	if err := release.Charge(ctx, r.gov, r.requests(ctx)); err != nil {
+		return nil, err
 	}
-	var ubuf, kbuf []byte
-	keyVals := make(sql.Row, len(r.keys))
-	enc := newKeyEncoder(r.keys)
-	err := r.scan(functions.ReleaseContext(ctx), func(row sql.Row) {
-		if r.filter != nil {
-			ok, err := sql.EvaluateCondition(ctx, r.filter, row)
-			if err != nil || !sql.IsTrue(ok) {
-				return
-			}
-		}
-		u, err := r.unit.Eval(ctx, row)
-		if err != nil || u == nil {
-			return
-		}
-		ubuf = unitText.Append(ctx, ubuf[:0], u)
-		if len(ubuf) == 0 {
-			return
-		}
-		if r.mode == setUnions {
-			for i, e := range r.items {
-				v, err := e.Eval(ctx, row)
-				if err != nil || v == nil {
-					continue
+	var kbuf []byte
+	var err error
+	if r.mode == setUnions {
+		err = r.scan.Run(ctx, func(row *release.Row) {
+			for i, b := range builders {
+				if item, ok := row.KeyText(i); ok {
+					b.AddBytes(row.Unit(), item)
 				}
-				kbuf = itemTexts[i].Append(ctx, kbuf[:0], v)
-				builders[i].AddBytes(ubuf, kbuf)
 			}
-			return
-		}
-		for i, k := range r.keys {
-			v, err := k.Eval(ctx, row)
-			if err != nil {
-				return
+		})
+	} else {
+		enc := keyEncoder{n: r.scan.Keys()}
+		err = r.scan.Run(ctx, func(row *release.Row) {
+			var ok bool
+			if kbuf, ok = enc.encode(kbuf[:0], row); ok {
+				builders[0].AddBytes(row.Unit(), kbuf)
 			}
-			keyVals[i] = v
-		}
-		var raw bool
-		kbuf, raw = enc.encode(ctx, kbuf[:0], keyVals)
-		if !raw {
-			if _, seen := first[string(kbuf)]; !seen {
-				first[string(kbuf)] = append(sql.Row(nil), keyVals...)
-			}
-		}
-		builders[0].AddBytes(ubuf, kbuf)
-	})
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -243,97 +238,178 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 	}
 	released := builders[0].Release(rng()).Items // sorted by encoded key
 	rows := make([]sql.Row, 0, len(released))
+	keys := make(sql.Row, r.scan.Keys())
 	for _, k := range released {
-		vals, ok := first[k]
-		if !ok { // a single text key, encoded as itself
-			vals = sql.Row{k}
+		if err := decodeKey(ctx, r.scan, r.scan.Keys(), k, keys); err != nil {
+			return nil, err
 		}
 		row := make(sql.Row, len(r.out))
 		for i, ki := range r.out {
-			row[i] = vals[ki]
+			if ki >= 0 { // -1: a hidden column, NULL
+				row[i] = keys[ki]
+			}
 		}
 		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
+// runAggregates makes a release of DP aggregates: charge, scan each row's
+// group key and values into the dpagg pipeline, release, and build one row
+// per released key (the key decoded from its text, the aggregates converted
+// to the columns' types).
+func (r *Release) runAggregates(ctx *sql.Context) ([]sql.Row, error) {
+	pipe, err := dpagg.New(r.aggOpts)
+	if err != nil {
+		return nil, err
+	}
+	if err := release.Charge(ctx, r.gov, r.requests(ctx)); err != nil {
+		return nil, err
+	}
+	enc := keyEncoder{n: r.groupKeys}
+	var kbuf []byte
+	vals := make([]dpagg.Value, len(r.aggValue))
+	err = r.scan.Run(ctx, func(row *release.Row) {
+		var ok bool
+		if kbuf, ok = enc.encode(kbuf[:0], row); !ok {
+			return
+		}
+		for i, k := range r.aggValue {
+			vals[i] = dpagg.Null
+			if k < 0 {
+				continue
+			}
+			v, ok := row.Key(k)
+			if !ok {
+				return // the value failed: the row is skipped
+			}
+			if v == nil {
+				continue
+			}
+			f, _, err := types.Float64.Convert(row.Context(), v)
+			if err != nil {
+				return
+			}
+			if x, ok := f.(float64); ok {
+				vals[i] = dpagg.Float(x)
+			}
+		}
+		_ = pipe.Add(row.Unit(), kbuf, vals)
+	})
+	if err != nil {
+		return nil, err
+	}
+	rng := r.rnd
+	if rng == nil {
+		rng = securerand.New
+	}
+	res, err := pipe.Release(rng())
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]sql.Row, 0, len(res.Rows))
+	keys := make(sql.Row, r.groupKeys)
+	for _, rr := range res.Rows {
+		if err := decodeKey(ctx, r.scan, r.groupKeys, rr.Key, keys); err != nil {
+			return nil, err
+		}
+		row := make(sql.Row, len(r.out))
+		for i, ki := range r.out {
+			if ki < 0 {
+				continue // a hidden column, NULL
+			}
+			if ki < r.groupKeys {
+				row[i] = keys[ki]
+				continue
+			}
+			row[i] = aggregateValue(ctx, r.schema[i].Type, rr.Values[ki-r.groupKeys])
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// aggregateValue converts a released aggregate to its column's type (a
+// count to an integer, a sum to the sum's decimal or float type).
+func aggregateValue(ctx *sql.Context, t sql.Type, x float64) any {
+	if types.IsInteger(t) {
+		return int64(math.Round(x))
+	}
+	if v, _, err := t.Convert(ctx, x); err == nil {
+		return v
+	}
+	return x
+}
+
 // keyEncoder encodes key tuples injectively: a single text value as it is
 // (unless it starts with a byte ≤ 0x01); otherwise, per value, 0x00 for NULL
 // or 0x01, the length and the MySQL text of the value. Values of one column
 // share a type, so their texts are unique within the column.
-type keyEncoder struct {
-	texts []*functions.Texter
-	tmp   []byte
-}
+type keyEncoder struct{ n int }
 
-func newKeyEncoder(keys []sql.Expression) *keyEncoder {
-	e := &keyEncoder{texts: make([]*functions.Texter, len(keys))}
-	for i, k := range keys {
-		e.texts[i] = functions.NewTexter(k.Type())
-	}
-	return e
-}
-
-// encode appends the encoding of vals to dst; raw reports that it is the
-// single text value itself.
-func (e *keyEncoder) encode(ctx *sql.Context, dst []byte, vals sql.Row) (_ []byte, raw bool) {
-	if len(vals) == 1 {
-		if s, ok := vals[0].(string); ok && (len(s) == 0 || s[0] > 1) {
+// encode appends the encoding of the row's keys to dst; ok is false when a
+// key failed to evaluate (the row is skipped).
+func (e keyEncoder) encode(dst []byte, row *release.Row) (_ []byte, ok bool) {
+	// The first e.n keys of the row are the ones encoded.
+	if e.n == 1 {
+		if v, ok := row.Key(0); !ok {
+			return dst, false
+		} else if s, isStr := v.(string); isStr && (len(s) == 0 || s[0] > 1) {
 			return append(dst, s...), true
 		}
 	}
-	for i, v := range vals {
+	for i := range e.n {
+		v, ok := row.Key(i)
+		if !ok {
+			return dst, false
+		}
 		if v == nil {
 			dst = append(dst, 0)
 			continue
 		}
-		e.tmp = e.texts[i].Append(ctx, e.tmp[:0], v)
+		t, _ := row.KeyText(i)
 		dst = append(dst, 1)
-		dst = binary.AppendUvarint(dst, uint64(len(e.tmp)))
-		dst = append(dst, e.tmp...)
+		dst = binary.AppendUvarint(dst, uint64(len(t)))
+		dst = append(dst, t...)
 	}
-	return dst, false
+	return dst, true
 }
 
-// scan calls fn for every row of the table, checking for cancellation.
-func (r *Release) scan(ctx *sql.Context, fn func(sql.Row)) error {
-	parts, err := r.table.Partitions(ctx)
-	if err != nil {
-		return err
+// decodeKey fills keys with the values of the encoded key k: each key's
+// MySQL text converted back to the key's type (NULL for 0x00). The values
+// depend on the released key only.
+func decodeKey(ctx *sql.Context, scan *release.Scan, n int, k string, keys sql.Row) error {
+	if n == 1 && (len(k) == 0 || k[0] > 1) {
+		keys[0] = fromText(ctx, scan.KeyType(0), k)
+		return nil
 	}
-	defer parts.Close(ctx)
-	n := 0
-	for {
-		p, err := parts.Next(ctx)
-		if err == io.EOF {
-			return nil
+	for i := range n {
+		if len(k) == 0 {
+			return fmt.Errorf("private release: malformed key")
 		}
-		if err != nil {
-			return err
+		if k[0] == 0 {
+			keys[i] = nil
+			k = k[1:]
+			continue
 		}
-		rows, err := r.table.PartitionRows(ctx, p)
-		if err != nil {
-			return err
+		l, w := binary.Uvarint([]byte(k[1:]))
+		if w <= 0 || uint64(len(k)-1-w) < l {
+			return fmt.Errorf("private release: malformed key")
 		}
-		for {
-			row, err := rows.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				rows.Close(ctx)
-				return err
-			}
-			fn(row)
-			if n++; n&4095 == 0 {
-				if err := ctx.Err(); err != nil {
-					rows.Close(ctx)
-					return err
-				}
-			}
-		}
-		if err := rows.Close(ctx); err != nil {
-			return err
-		}
+		keys[i] = fromText(ctx, scan.KeyType(i), k[1+w:1+w+int(l)])
+		k = k[1+w+int(l):]
 	}
+	return nil
+}
+
+// fromText converts a key's MySQL text back to a value of its type (the
+// text itself when the type does not take it back).
+func fromText(ctx *sql.Context, t sql.Type, s string) any {
+	if types.IsText(t) {
+		return s
+	}
+	if v, _, err := t.Convert(ctx, s); err == nil {
+		return v
+	}
+	return s
 }

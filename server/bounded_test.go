@@ -2,17 +2,19 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/gmsfix"
 	"github.com/dpsql/dpsql/server"
 )
 
 // TestBoundedStringFunctions: string functions whose result would exceed
-// max_allowed_packet (or 64 MiB) return NULL with warning 1301, as in
-// MySQL, instead of
+// the engine's limit on strings (Limits.MaxStringBytes, 16 MiB by default)
+// return NULL with warning 1301, as MySQL does beyond max_allowed_packet,
+// instead of
 // allocating it (go-mysql-server v0.20.0 alone dies of a fatal
 // out-of-memory error on the first statement below); within the bound they
 // behave as go-mysql-server's.
@@ -28,8 +30,12 @@ func TestBoundedStringFunctions(t *testing.T) {
 		{"SELECT REPEAT(REPEAT('xxxxxxxxxx', 1000000), 2000000)", nil},
 		{"SELECT REPEAT('x', 2147483647)", nil},
 		{"SELECT LENGTH(REPEAT('ab', 1000000))", int32(2000000)},
-		{"SELECT LENGTH(REPEAT('x', 64 << 20))", int32(64 << 20)},
-		{"SELECT REPEAT('x', (64 << 20) + 1)", nil},
+		{"SELECT LENGTH(REPEAT('x', 16 << 20))", int32(16 << 20)},
+		{"SELECT REPEAT('x', (16 << 20) + 1)", nil},
+		// Nested functions that double their argument: each level sees at
+		// most the limit, the level beyond it is NULL.
+		{"SELECT LENGTH(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX('x')))))))))))))))))))))))))))))))))))))))))", nil},
+		{"SELECT LENGTH(TO_BASE64(REPEAT(CONCAT(REPEAT('y', 10000000), REPEAT('z', 10000000)), 1)))", nil},
 		{"SELECT REPEAT('ab', 3)", "ababab"},
 		{"SELECT repeat('é', 2)", "éé"},
 		{"SELECT SPACE(2000000000)", nil},
@@ -61,7 +67,7 @@ func TestBoundedStringFunctions(t *testing.T) {
 		if c.want == nil {
 			warned := false
 			for _, w := range ctx.Session.Warnings() {
-				warned = warned || w.Code == functions.ERWarnAllowedPacketOverflowed
+				warned = warned || w.Code == gmsfix.ERWarnAllowedPacketOverflowed
 			}
 			if got != nil || !warned {
 				t.Errorf("%s: got %.40v (warning 1301: %v), want NULL with warning 1301", c.q, got, warned)
@@ -83,5 +89,31 @@ func TestBoundedStringFunctions(t *testing.T) {
 		if err != nil || len(rows) != 1 || rows[0][0] != nil {
 			t.Errorf("%s: %v %v", q, rows, err)
 		}
+	}
+}
+
+// TestFunctionPanicIsAnError: a panic inside one of go-mysql-server's
+// functions is an error of the statement, not a dropped connection or a
+// dead process, and its message carries no argument value.
+func TestFunctionPanicIsAnError(t *testing.T) {
+	e, err := server.NewEngine(server.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := server.NewContext(context.Background(), "root", "")
+	_, it, _, err := e.Query(ctx, "SELECT LOCATE('a', 'banana', -3224116)")
+	if err == nil {
+		_, err = sql.RowIterToRows(ctx, it)
+	}
+	if err != nil && strings.Contains(err.Error(), "3224116") {
+		t.Errorf("the error carries the argument: %v", err)
+	}
+	// Whatever it returned, the engine answers the next statement.
+	_, it, _, err = e.Query(ctx, "SELECT 1")
+	if err == nil {
+		_, err = sql.RowIterToRows(ctx, it)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/gmsfix"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/server/storage"
 )
@@ -36,6 +37,9 @@ type Config struct {
 	Checks []planner.Check
 	// Engine is passed to sqle.New (nil for the defaults).
 	Engine *sqle.Config
+	// Limits: the engine applies MaxStringBytes to every function's
+	// result and MaxInList to IN lists (zero fields: DefaultLimits).
+	Limits Limits
 }
 
 // NewEngine returns a go-mysql-server engine over cfg.Provider with dpsql's
@@ -44,8 +48,6 @@ type Config struct {
 //   - the dp_* system variables (registered once per process, before any
 //     session exists: sessions snapshot the registry when created);
 //   - DP_SET_UNION in the engine's function registry;
-//   - REPEAT, SPACE, LPAD, RPAD and REPLACE bounded by max_allowed_packet
-//     (functions.InstallBoundedStringFunctions, process-wide);
 //   - the table function DP_NGRAMS, when cfg.Provider implements
 //     sql.TableFunctionProvider (the analyzer then uses the provider copy
 //     that WithTableFunctions returns; table functions registered on the
@@ -53,13 +55,15 @@ type Config struct {
 //     case-insensitive as the provider makes them: storage.Provider's are,
 //     go-mysql-server's memory provider's are not;
 //   - planner.Rules() followed by cfg.Rules in a fresh analyzer (one
-//     analyzer per engine: sqle.New panics when given an analyzer twice);
-//   - a planner.GuardParser as the engine's and the analyzer's parser.
+//     analyzer per engine: sqle.New panics when given an analyzer twice),
+//     then go-mysql-server's LIKE replaced by a linear-time one and every
+//     scalar function call guarded (gmsfix.Guarded: a panic is an error, a
+//     string beyond cfg.Limits.MaxStringBytes is NULL with warning 1301, and
+//     REPEAT, SPACE, LPAD, RPAD and REPLACE do not even build it);
+//   - a planner.GuardParser as the engine's and the analyzer's parser,
+//     refusing IN lists beyond cfg.Limits.MaxInList.
 func NewEngine(cfg Config) (*sqle.Engine, error) {
 	functions.RegisterSystemVariables()
-	// REPEAT, SPACE, LPAD, RPAD and REPLACE return NULL beyond
-	// max_allowed_packet instead of allocating without bound.
-	functions.InstallBoundedStringFunctions()
 	pro := cfg.Provider
 	if pro == nil {
 		p, err := storage.NewProvider()
@@ -86,7 +90,13 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 		}
 		pro = dp
 	}
-	b, err := planner.Install(analyzer.NewBuilder(pro), append(planner.Rules(), cfg.Rules...))
+	lim := cfg.Limits.WithDefaults()
+	rules := append(planner.Rules(), cfg.Rules...)
+	rules = append(rules,
+		planner.Rule{ID: planner.RuleIDBase + 90, Name: "linear_like", Batch: planner.PreAnalyze, Apply: gmsfix.ReplaceLike},
+		planner.Rule{ID: planner.RuleIDBase + 91, Name: "guard_functions", Batch: planner.PostAnalyze, Apply: gmsfix.GuardFunctions(lim.MaxStringBytes)},
+	)
+	b, err := planner.Install(analyzer.NewBuilder(pro), rules)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +105,7 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 		return nil, fmt.Errorf("server: the provider already defines %s; let NewEngine install it", functions.SetUnionName)
 	}
 	a.Catalog.RegisterFunction(ctx, functions.SetUnionFunction(cfg.Functions))
-	parser := planner.NewGuardParser(sql.GlobalParser, cfg.Checks...)
+	parser := planner.NewGuardParser(sql.GlobalParser, append([]planner.Check{lim.InListCheck}, cfg.Checks...)...)
 	a.Parser = parser
 	e := sqle.New(a, cfg.Engine)
 	e.Parser = parser

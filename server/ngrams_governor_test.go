@@ -16,9 +16,13 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // fakeGov is a Governor for tests: the users in analysts are governed,
@@ -34,12 +38,12 @@ type fakeGov struct {
 	mu            sync.Mutex
 	checkErr      error
 	chargeErr     error
-	checks        []functions.Release
-	charges       []functions.Release
+	checks        []release.Request
+	charges       []release.Request
 	readsAtCharge []int64
 }
 
-var _ functions.Governor = (*fakeGov)(nil)
+var _ release.Governor = (*fakeGov)(nil)
 
 func (g *fakeGov) PrivacyUnit(db, table string) (string, bool) {
 	c, ok := g.units[strings.ToLower(db+"."+table)]
@@ -48,14 +52,14 @@ func (g *fakeGov) PrivacyUnit(db, table string) (string, bool) {
 
 func (g *fakeGov) Governed(ctx *sql.Context) bool { return g.analysts[ctx.Session.Client().User] }
 
-func (g *fakeGov) Check(_ *sql.Context, r functions.Release) error {
+func (g *fakeGov) Check(_ *sql.Context, r release.Request) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.checks = append(g.checks, r)
 	return g.checkErr
 }
 
-func (g *fakeGov) Charge(_ *sql.Context, r functions.Release) error {
+func (g *fakeGov) Charge(_ *sql.Context, r release.Request) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.readsAtCharge = append(g.readsAtCharge, g.reads.Load())
@@ -145,7 +149,7 @@ func governedEngine(t *testing.T) (*sqle.Engine, *fakeGov) {
 	}
 	seeded := func() *rand.Rand { return securerand.NewSeeded(42) }
 	e, err := server.NewEngine(server.Config{
-		Provider:  countingProvider{Provider: ngramsProvider(t, planner.ScanGuard(gov, "mydb", "notes")), reads: reads},
+		Provider:  countingProvider{Provider: ngramsProvider(t, release.ScanGuard(gov, "mydb", "notes")), reads: reads},
 		Functions: functions.Config{Rand: seeded, Governor: gov},
 		Rules:     planner.PolicyRules(gov, planner.WithRand(seeded)),
 	})
@@ -186,7 +190,14 @@ func TestNgramsGoverned(t *testing.T) {
 	if err != nil || len(rows) != len(allNotes) {
 		t.Fatalf("governed release: %d rows, %v", len(rows), err)
 	}
-	wantRel := functions.Release{Function: "DP_NGRAMS", Database: "mydb", Table: "notes", Epsilon: 4, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: ok}
+	wantRel := release.Request{Function: "DP_NGRAMS", Database: "mydb", Table: "notes", Epsilon: 4, Delta: 1e-7, Mechanism: string(ngrams.Defaults().Mechanism), Query: ok}
+	wantOpts := ngrams.Defaults()
+	wantOpts.Epsilon, wantOpts.Delta, wantOpts.Alpha, wantOpts.Eta = 4, 1e-7, setunion.Float(6), 1e-9
+	if c, err := accounting.Ngrams(wantOpts); err != nil {
+		t.Fatal(err)
+	} else {
+		wantRel.Cost = c
+	}
 	gov.mu.Lock()
 	if len(gov.checks) != 1 || gov.checks[0] != wantRel {
 		t.Errorf("checks %+v, want one %+v", gov.checks, wantRel)

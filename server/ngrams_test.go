@@ -268,16 +268,16 @@ func ngramsScripts() []queries.ScriptTest {
 					ExpectedErrStr: errs("DP_NGRAMS: delta must be greater than 0 and less than 1, got 1", 1210, "HY000"),
 				},
 				{
-					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'max_items=0')",
-					ExpectedErrStr: errs("DP_NGRAMS: max_items must be an integer from 1 to 1000000, got 0", 1210, "HY000"),
+					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'max_items=-1')",
+					ExpectedErrStr: errs("DP_NGRAMS: max_items must be an integer from 1 to 1000000 (0 for the default, 100), got -1", 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'mechanism=magic')",
-					ExpectedErrStr: errs(`DP_NGRAMS: mechanism: unknown name "magic": use one of count_gaussian, weighted_gaussian, policy_gaussian_l2`, 1210, "HY000"),
+					ExpectedErrStr: errs(`DP_NGRAMS: mechanism: unknown name "magic": use one of count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips`, 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'mechanism=count_laplace')",
-					ExpectedErrStr: errs("DP_NGRAMS: mechanism count_laplace cannot be used for n-grams (n-gram extraction composes one Gaussian mechanism per level): use one of count_gaussian, weighted_gaussian, policy_gaussian_l2", 1210, "HY000"),
+					ExpectedErrStr: errs("DP_NGRAMS: mechanism count_laplace cannot be used for n-grams (n-gram extraction composes one Gaussian mechanism per level): use one of count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips", 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'mechanism=policy_gaussian_l1')",
@@ -352,7 +352,7 @@ func ngramsSessionScripts() []queries.ScriptTest {
 				{Query: "SET dp_mechanism = 'count_laplace'", Expected: []sql.Row{{}}},
 				{
 					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id')",
-					ExpectedErrStr: errs("DP_NGRAMS: the session variable dp_mechanism is count_laplace, which n-gram extraction cannot use (mechanism count_laplace cannot be used for n-grams (n-gram extraction composes one Gaussian mechanism per level): use one of count_gaussian, weighted_gaussian, policy_gaussian_l2); pass a mechanism in the options, e.g. 'mechanism=policy_gaussian_l2', or SET dp_mechanism = 'policy_gaussian_l2'", 1210, "HY000"),
+					ExpectedErrStr: errs("DP_NGRAMS: the session variable dp_mechanism is count_laplace, which n-gram extraction cannot use (mechanism count_laplace cannot be used for n-grams (n-gram extraction composes one Gaussian mechanism per level): use one of count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips); pass a mechanism in the options, e.g. 'mechanism=dp_sips', or SET dp_mechanism = 'dp_sips'", 1210, "HY000"),
 				},
 				{
 					Query:    "SELECT COUNT(*) FROM DP_NGRAMS('notes', 'body', 'user_id', 'mechanism=policy_gaussian_l2, eta=1e-9')",

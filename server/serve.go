@@ -42,8 +42,15 @@ type ServerConfig struct {
 	TLSConfig *tls.Config
 	// RequireSecureTransport refuses connections without TLS.
 	RequireSecureTransport bool
-	// MaxConnections limits concurrent clients (0: unlimited).
-	MaxConnections uint64
+	// Limits bound statements, accounts and connections (zero fields:
+	// DefaultLimits; MaxExecutionTime applies to governed users only).
+	Limits Limits
+	// Governed reports whether a user's statements are bounded in time
+	// (analysts); nil: none are.
+	Governed func(user string) bool
+	// IsAdmin reports whether a user may use the connections kept for
+	// administrators; nil: nobody.
+	IsAdmin func(user string) bool
 	// ConnReadTimeout closes connections idle that long and also bounds the
 	// time to the next row of a result (0: no limit, the default, since a
 	// release computes before its first row).
@@ -83,23 +90,27 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	if cfg.RequireSecureTransport && cfg.TLSConfig == nil {
 		return nil, fmt.Errorf("server: RequireSecureTransport needs a TLSConfig")
 	}
+	lim := cfg.Limits.WithDefaults()
+	var ic gms.InterceptorChain
+	ic.WithInterceptor(newStatementGuard(lim, cfg.Governed, nil))
 	gcfg := gms.Config{
 		Protocol:               "tcp",
 		Address:                cfg.Address,
 		Listener:               cfg.Listener,
 		Version:                MySQLVersion,
-		MaxConnections:         cfg.MaxConnections,
 		ConnReadTimeout:        cfg.ConnReadTimeout,
 		TLSConfig:              cfg.TLSConfig,
 		RequireSecureTransport: cfg.RequireSecureTransport,
-		// Unknown user names are refused like wrong passwords (1045).
-		ProtocolListenerFactory: uniformAuthListener,
+		// Unknown user names are refused like wrong passwords (1045);
+		// connections are kept within the limits.
+		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin)),
+		Options:                 []gms.Option{ic.Option()},
 	}
 	defaultDB := cfg.DefaultDatabaseFor
 	if defaultDB == nil {
 		defaultDB = func(string) string { return cfg.DefaultDatabase }
 	}
-	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB), nil)
+	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB, e.ProcessList), nil)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
 	}
@@ -108,8 +119,11 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 
 // sessionBuilder makes plain sessions for the user the connection
 // authenticated as (the local server has no accounts: whatever user a
-// client names is accepted).
-func sessionBuilder(defaultDB func(user string) string) gms.SessionBuilder {
+// client names is accepted), and records the user in the process list:
+// go-mysql-server v0.20.0 leaves every connection there as "unauthenticated
+// user", so that ownership checks (KILL of one's own connection, SHOW
+// PROCESSLIST of one's own) could not work.
+func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList) gms.SessionBuilder {
 	return func(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
 		client := sql.Client{Capabilities: conn.Capabilities}
 		if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
@@ -118,6 +132,9 @@ func sessionBuilder(defaultDB func(user string) string) gms.SessionBuilder {
 		sess := sql.NewBaseSessionWithClientServer(addr, client, conn.ConnectionID)
 		if db := defaultDB(client.User); db != "" {
 			sess.SetCurrentDatabase(db)
+		}
+		if pl != nil {
+			pl.ConnectionReady(sess)
 		}
 		return sess, nil
 	}

@@ -68,7 +68,7 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	delta := fs.Float64("delta", d.Delta, "privacy parameter δ in (0, 1) of the whole extraction")
 	maxItems := fs.Int("max-items", d.MaxItems, "Δ: most n-grams kept per user and level (sampled uniformly after pruning)")
 	levelMax := fs.String("level-max-items", "", "Δ_k per level, comma-separated (for example 100,50,50); missing or 0 entries use --max-items")
-	mech := fs.String("mechanism", string(d.Mechanism), "DPSU mechanism of the unigram level: count_gaussian, weighted_gaussian, policy_gaussian_l2")
+	mech := fs.String("mechanism", string(d.Mechanism), "DPSU mechanism of the unigram level: count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips (3 rounds)")
 	update := fs.String("update", "", "update rule of the levels n ≥ 2: weighted_gaussian, policy_gaussian_l2 (default weighted_gaussian, Kim et al.'s choice)")
 	alpha := fs.Float64("alpha", math.NaN(), "cutoff parameter α ≥ 0 of the policies, Γ = ρ + α·σ (default 3)")
 	eta := fs.Float64("eta", d.Eta, "η in (0, 1): levels n ≥ 2 expect about η·|S_{n−1}| spurious n-grams")

@@ -87,7 +87,7 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	}
 	var spent float64
 	var releases int
-	if err := analyst.QueryRow("SELECT spent_epsilon, releases FROM DP_BUDGET() WHERE database_name = 'demo'").Scan(&spent, &releases); err != nil || spent != 1 || releases != 1 {
+	if err := analyst.QueryRow("SELECT basic_epsilon, releases FROM DP_BUDGET() WHERE database_name = 'demo'").Scan(&spent, &releases); err != nil || spent != 1 || releases != 1 {
 		t.Errorf("DP_BUDGET: spent %v in %d releases, %v", spent, releases, err)
 	}
 	var c int
@@ -231,10 +231,10 @@ func TestLedgerKilledMidRelease(t *testing.T) {
 	if bal.Releases < int64(received) {
 		t.Errorf("charged %d releases but clients received %d", bal.Releases, received)
 	}
-	if math.Abs(bal.Spent.Epsilon-0.01*float64(bal.Releases)) > 1e-9 {
-		t.Errorf("spent ε=%v for %d releases of ε=0.01", bal.Spent.Epsilon, bal.Releases)
+	if math.Abs(bal.Basic.Epsilon-0.01*float64(bal.Releases)) > 1e-9 {
+		t.Errorf("spent ε=%v for %d releases of ε=0.01", bal.Basic.Epsilon, bal.Releases)
 	}
-	t.Logf("charged %d releases (spent ε=%v) for %d received", bal.Releases, bal.Spent.Epsilon, received)
+	t.Logf("charged %d releases (spent ε=%v) for %d received", bal.Releases, bal.Basic.Epsilon, received)
 
 	// Restart on the same data directory.
 	srv2 := startServeProcess(t, dataDir, apw, dpw)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/internal/cli"
+	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tokenize"
 )
@@ -19,19 +20,25 @@ func init() {
 // the input exactly and is meant for the operator who holds the data.
 type unionSummary struct {
 	setunion.Calibration
-	Input          string  `json:"input"`
-	Rows           int64   `json:"rows"`
-	Occurrences    int64   `json:"occurrences"`
-	Users          int     `json:"users"`
-	Pairs          int64   `json:"pairs"`
-	DistinctItems  int     `json:"distinct_items"`
-	Released       int     `json:"released"`
-	Seconds        float64 `json:"seconds"`
-	ReadSeconds    float64 `json:"read_seconds"`
-	GroupSeconds   float64 `json:"group_seconds"`
-	ReleaseSeconds float64 `json:"release_seconds"`
-	PairsPerSecond float64 `json:"pairs_per_second"`
-	Seeded         bool    `json:"seeded,omitempty"`
+	Input         string `json:"input"`
+	Rows          int64  `json:"rows"`
+	Occurrences   int64  `json:"occurrences"`
+	Users         int    `json:"users"`
+	Pairs         int64  `json:"pairs"`
+	DistinctItems int    `json:"distinct_items"`
+	Released      int    `json:"released"`
+	// Missing is the missing mass: the share of distinct (user, item) pairs
+	// (and of all occurrences) whose item was not released.
+	setunion.Missing
+	// Cost is the privacy cost of the release in both accountings (package
+	// accounting); an unproven mechanism is accounted by basic composition.
+	Cost           accounting.Cost `json:"cost"`
+	Seconds        float64         `json:"seconds"`
+	ReadSeconds    float64         `json:"read_seconds"`
+	GroupSeconds   float64         `json:"group_seconds"`
+	ReleaseSeconds float64         `json:"release_seconds"`
+	PairsPerSecond float64         `json:"pairs_per_second"`
+	Seeded         bool            `json:"seeded,omitempty"`
 }
 
 func runUnion(args []string, stdout, stderr io.Writer) error {
@@ -45,7 +52,9 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql union --input FILE[.gz] --user-column N (--item-column N | --text-column N) [options]")
 		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input: one per line")
-		fmt.Fprintln(stderr, "on stdout (sorted), then one JSON summary line on stderr.\n\nflags:")
+		fmt.Fprintln(stderr, "on stdout (sorted), then one JSON summary line on stderr: the calibration (with the Δ0")
+		fmt.Fprintln(stderr, "chosen), the input statistics, released keys and missing mass (share of distinct")
+		fmt.Fprintln(stderr, "(user, item) pairs whose item was not released), and the privacy cost.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -58,6 +67,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	cli.WarnUnproven(stderr, opts.Mechanism)
 	rng, err := mf.Rand(stderr)
 	if err != nil {
 		return usageError{err}
@@ -113,8 +123,14 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	total := time.Since(start).Seconds()
+	cost, err := accounting.SetUnion(b.Calibration())
+	if err != nil {
+		return err
+	}
 	return cli.WriteJSON(stderr, unionSummary{
 		Calibration:    b.Calibration(),
+		Missing:        res.Missing,
+		Cost:           cost,
 		Input:          in.Input,
 		Rows:           rows,
 		Occurrences:    res.Stats.Occurrences,

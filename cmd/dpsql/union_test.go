@@ -62,17 +62,27 @@ func TestUnionText(t *testing.T) {
 		t.Errorf("--seed printed no warning:\n%s", errOut)
 	}
 	s := lastJSON(t, errOut)
-	for k, want := range map[string]float64{"users": 300, "distinct_items": 305, "pairs": 300 * 6, "released": 5, "epsilon": 1, "delta": 1e-6, "max_items": 100} {
+	for k, want := range map[string]float64{"users": 300, "distinct_items": 305, "pairs": 300 * 6, "released": 5, "epsilon": 1, "delta": 1e-6,
+		"missing_mass": 300.0 / 1800, "missing_occurrences": 300.0 / 2700} {
 		if s[k] != want {
 			t.Errorf("summary %s = %v, want %v", k, s[k], want)
 		}
+	}
+	// Δ0 was chosen privately: at least 6 (every user holds 6 items, so a
+	// smaller bound truncates all of them and its test fails), at most the cap.
+	auto, _ := s["auto_max_items"].(map[string]any)
+	if auto == nil || s["max_items"] != auto["chosen"] || s["max_items"].(float64) < 6 || s["max_items"].(float64) > 1000 {
+		t.Errorf("summary max_items %v, auto_max_items %v: want a privately chosen Δ0 in 6..1000", s["max_items"], auto)
+	}
+	if cost, _ := s["cost"].(map[string]any); cost == nil || cost["epsilon"] != 1.0 || !(cost["rho"].(float64) > 0) {
+		t.Errorf("summary cost %v", s["cost"])
 	}
 	for _, k := range []string{"mechanism", "noise", "scale", "rho", "gamma", "seconds", "pairs_per_second"} {
 		if _, ok := s[k]; !ok {
 			t.Errorf("summary lacks %q: %v", k, s)
 		}
 	}
-	if s["mechanism"] != "policy_gaussian_l2" || s["noise"] != "gaussian" {
+	if s["mechanism"] != "dp_sips" || s["noise"] != "gaussian" {
 		t.Errorf("default mechanism: %v %v", s["mechanism"], s["noise"])
 	}
 }
@@ -116,7 +126,8 @@ func TestUnionErrors(t *testing.T) {
 		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "magic"}, 2, `unknown mechanism "magic"`},
 		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--epsilon", "0"}, 2, "epsilon must be a finite number greater than 0"},
 		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--delta", "1"}, 2, "delta must be greater than 0 and less than 1"},
-		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--max-items", "0"}, 2, "max_items must be an integer from 1"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--max-items", "-1"}, 2, "max_items must be an integer from 1"},
+		{[]string{"union", "--input", in, "--user-column", "1", "--item-column", "2", "--mechanism", "greedy_frequency_unproven"}, 2, "is unproven"},
 		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--alpha", "-1"}, 2, "alpha must be a finite number ≥ 0"},
 		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "greedy_public"}, 2, "greedy_public needs --public FILE"},
 		{[]string{"union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "policy_gaussian_l1"}, 2, "policy_gaussian_l1 is disabled"},
@@ -185,5 +196,24 @@ func TestUnionCorpus(t *testing.T) {
 	}
 	if n := len(strings.Fields(out)); n < 900 || float64(n) != s["released"] {
 		t.Errorf("released %d items, summary says %v", n, s["released"])
+	}
+}
+
+// TestUnionUnprovenWarns: an unproven mechanism runs only with
+// --allow-unproven, and then with a warning on stderr.
+func TestUnionUnprovenWarns(t *testing.T) {
+	in := writeCorpus(t)
+	code, _, errOut := runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2",
+		"--mechanism", "greedy_frequency_unproven", "--allow-unproven")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "WARNING: --allow-unproven: this release has NO differential privacy guarantee") ||
+		!strings.Contains(errOut, "Lemma 2") {
+		t.Errorf("no warning for an unproven mechanism:\n%s", errOut)
+	}
+	code, _, errOut = runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "greedy_frequency")
+	if code != 0 || strings.Contains(errOut, "WARNING") {
+		t.Errorf("the proven greedy_frequency: exit %d, stderr %s", code, errOut)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
@@ -29,6 +30,9 @@ type MechanismFlags struct {
 	Rounds    int
 	Public    string
 	Seed      string
+	// AllowUnproven runs a mechanism without a privacy proof
+	// (setunion.Mechanism.Unproven); the command must warn.
+	AllowUnproven bool
 
 	withData bool
 }
@@ -38,12 +42,17 @@ type MechanismFlags struct {
 func (m *MechanismFlags) Register(fs *flag.FlagSet, withData bool) {
 	d := setunion.Defaults()
 	m.withData = withData
-	fs.StringVar(&m.Mechanism, "mechanism", string(d.Mechanism), "DPSU mechanism: count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, policy_gaussian_l1, greedy_frequency, greedy_public, single_item, dp_sips")
+	names := make([]string, 0, len(setunion.Mechanisms()))
+	for _, k := range setunion.Mechanisms() {
+		names = append(names, string(k))
+	}
+	fs.StringVar(&m.Mechanism, "mechanism", string(d.Mechanism), "DPSU mechanism: "+strings.Join(names, ", "))
 	fs.Float64Var(&m.Epsilon, "epsilon", d.Epsilon, "privacy parameter ε > 0")
 	fs.Float64Var(&m.Delta, "delta", d.Delta, "privacy parameter δ in (0, 1)")
-	fs.IntVar(&m.MaxItems, "max-items", d.MaxItems, "Δ0: most items kept per user (sampled uniformly)")
+	fs.IntVar(&m.MaxItems, "max-items", d.MaxItems, fmt.Sprintf("Δ0: most items kept per user (sampled uniformly); 0 chooses it privately from the data with %.0f%% of the Gaussian budget (Gaussian mechanisms; the others use %d)", 100*setunion.AutoMaxItemsShare, setunion.FixedMaxItems))
 	fs.Float64Var(&m.Alpha, "alpha", math.NaN(), "cutoff parameter α ≥ 0 of the policies and greedy mechanisms, Γ = ρ + α·scale (default 5 for policy_gaussian_l1, 3 for the others)")
 	fs.IntVar(&m.Rounds, "rounds", d.Rounds, "number of rounds R of dp_sips")
+	fs.BoolVar(&m.AllowUnproven, "allow-unproven", false, "run a mechanism that has no privacy proof (greedy_*_unproven); its output carries NO privacy guarantee")
 	if withData {
 		fs.StringVar(&m.Public, "public", "", "public frequency table for greedy_public: lines ITEM[<TAB>COUNT] (.gz allowed); must not come from the protected data")
 		fs.StringVar(&m.Seed, "seed", "", "seed the random source (tests only: the run becomes reproducible and therefore NOT private)")
@@ -72,20 +81,33 @@ func (m *MechanismFlags) BaseOptions() (setunion.Options, error) {
 	if err != nil {
 		return setunion.Options{}, err
 	}
-	o := setunion.Options{Mechanism: mech, Epsilon: m.Epsilon, Delta: m.Delta, MaxItems: m.MaxItems, Rounds: m.Rounds}
+	o := setunion.Options{Mechanism: mech, Epsilon: m.Epsilon, Delta: m.Delta, MaxItems: m.MaxItems, Rounds: m.Rounds,
+		AllowUnproven: m.AllowUnproven}
 	if !math.IsNaN(m.Alpha) {
 		o.Alpha = setunion.Float(m.Alpha)
 	}
 	switch {
-	case m.Public != "" && mech != setunion.GreedyPublic:
+	case m.Public != "" && !publicTable(mech):
 		return o, fmt.Errorf("--public is only used by --mechanism greedy_public")
-	case m.Public == "" && mech == setunion.GreedyPublic && m.withData:
-		return o, fmt.Errorf("--mechanism greedy_public needs --public FILE, a public frequency table not derived from the input")
+	case m.Public == "" && publicTable(mech) && m.withData:
+		return o, fmt.Errorf("--mechanism %s needs --public FILE, a public frequency table not derived from the input", mech)
 	}
-	if mech == setunion.GreedyPublic {
+	if publicTable(mech) {
 		o.Public = map[string]float64{} // calibration does not read the table
 	}
 	return o, o.Validate()
+}
+
+func publicTable(m setunion.Mechanism) bool {
+	return m == setunion.GreedyPublic || m == setunion.GreedyPublicUnproven
+}
+
+// WarnUnproven prints to stderr, when m has no privacy proof, that the run
+// carries no privacy guarantee and why.
+func WarnUnproven(stderr io.Writer, m setunion.Mechanism) {
+	if err := m.Unproven(); err != nil {
+		fmt.Fprintf(stderr, "WARNING: --allow-unproven: this release has NO differential privacy guarantee. %v\n", err)
+	}
 }
 
 // Rand returns the random source of the run: crypto/rand, or with --seed a

@@ -30,10 +30,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dpsql/dpsql/server/ledger"
+	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
@@ -59,6 +61,14 @@ type Config struct {
 	// Views are created at start in the databases of the datasets (views
 	// created with SQL last until the server stops).
 	Views []View `yaml:"views"`
+	// Limits bound statements, accounts, connections and releases.
+	Limits Limits `yaml:"limits"`
+	// Accounting is how releases are charged to budgets.
+	Accounting Accounting `yaml:"accounting"`
+	// AllowUnprovenMechanisms lets releases use the mechanisms without a
+	// privacy proof (greedy_frequency_unproven, greedy_public_unproven),
+	// refused otherwise. Leave it off unless you know why you need them.
+	AllowUnprovenMechanisms bool `yaml:"allow_unproven_mechanisms"`
 
 	// Path is the file the configuration was read from ("" for Parse).
 	Path string `yaml:"-"`
@@ -116,6 +126,57 @@ func (d Defaults) Options() setunion.Options {
 	}
 	return o
 }
+
+// Accounting chooses the ledger's accounting: method zcdp (the default) or
+// basic, and for zcdp the share of a budget's δ set aside for the releases'
+// thresholds (0: accounting.DefaultThresholdShare).
+type Accounting struct {
+	Method         string  `yaml:"method"`
+	ThresholdShare float64 `yaml:"threshold_share"`
+}
+
+// LedgerAccounting returns the accounting for ledger.Open.
+func (a Accounting) LedgerAccounting() ledger.Accounting {
+	m := ledger.ZCDP
+	if a.Method != "" {
+		m = ledger.Method(a.Method)
+	}
+	return ledger.Accounting{Method: m, ThresholdShare: a.ThresholdShare}
+}
+
+// Limits are the server's resource limits; an omitted (zero) field keeps
+// its default (README, section "Limits"). Sizes are bytes, times are Go
+// durations ("10m", "30s").
+type Limits struct {
+	MaxStatementBytes        int           `yaml:"max_statement_bytes"`
+	MaxStatementTokens       int           `yaml:"max_statement_tokens"`
+	MaxOperators             int           `yaml:"max_operators"`
+	MaxNesting               int           `yaml:"max_nesting"`
+	MaxInList                int           `yaml:"max_in_list"`
+	MaxExecutionTime         time.Duration `yaml:"max_execution_time"`
+	MaxStringBytes           int           `yaml:"max_string_bytes"`
+	MaxStatementsPerAccount  int           `yaml:"max_statements_per_account"`
+	MaxConnections           int           `yaml:"max_connections"`
+	AdminConnections         int           `yaml:"admin_connections"`
+	MaxConnectionsPerAccount int           `yaml:"max_connections_per_account"`
+	HandshakeTimeout         time.Duration `yaml:"handshake_timeout"`
+	MaxPendingHandshakes     int           `yaml:"max_pending_handshakes"`
+	// ReleaseValueBytes and ReleaseRowWork bound the sealed evaluation of a
+	// release's expressions (values produced, bytes read per row).
+	ReleaseValueBytes int `yaml:"release_value_bytes"`
+	ReleaseRowWork    int `yaml:"release_row_work"`
+	// MinEpsilon, MinDelta and MaxDelta bound every release's ε and δ
+	// (governance.DefaultBounds: 0.001, 1e-15, 1e-5); MaxBudgetDelta bounds
+	// the δ of a budget (default 1e-4).
+	MinEpsilon     float64 `yaml:"min_epsilon"`
+	MinDelta       float64 `yaml:"min_delta"`
+	MaxDelta       float64 `yaml:"max_delta"`
+	MaxBudgetDelta float64 `yaml:"max_budget_delta"`
+}
+
+// DefaultMaxBudgetDelta is the largest δ of a budget unless
+// limits.max_budget_delta raises it.
+const DefaultMaxBudgetDelta = 1e-4
 
 // Dataset is a table loaded at start from a file.
 type Dataset struct {
@@ -225,8 +286,9 @@ type Budget struct {
 	Database string  `yaml:"database"`
 	Epsilon  float64 `yaml:"epsilon"`
 	Delta    float64 `yaml:"delta"`
-	// MaxRelease caps a single release on this database (overrides the
-	// analyst's MaxRelease).
+	// MaxRelease caps a single release on this database: each field it
+	// sets overrides the same field of the analyst's MaxRelease, and a
+	// field it omits keeps the analyst's.
 	MaxRelease *Release `yaml:"max_release"`
 }
 
@@ -243,10 +305,19 @@ func (c *Config) LedgerLimits() []ledger.Limit {
 	for _, a := range c.Accounts.Analysts {
 		for _, b := range a.Budgets {
 			lim := ledger.Limit{Analyst: a.User, Database: b.Database, Budget: ledger.Amount{Epsilon: b.Epsilon, Delta: b.Delta}}
-			if capp := b.MaxRelease; capp != nil {
-				lim.MaxRelease = ledger.Amount{Epsilon: capp.Epsilon, Delta: capp.Delta}
-			} else if capp := a.MaxRelease; capp != nil {
-				lim.MaxRelease = ledger.Amount{Epsilon: capp.Epsilon, Delta: capp.Delta}
+			// Field by field: the budget's cap where it sets one, the
+			// analyst's otherwise (a budget capping only ε keeps the
+			// analyst's δ cap).
+			for _, capp := range []*Release{a.MaxRelease, b.MaxRelease} {
+				if capp == nil {
+					continue
+				}
+				if capp.Epsilon > 0 {
+					lim.MaxRelease.Epsilon = capp.Epsilon
+				}
+				if capp.Delta > 0 {
+					lim.MaxRelease.Delta = capp.Delta
+				}
 			}
 			out = append(out, lim)
 		}
@@ -455,6 +526,30 @@ func (v *validator) validate(c *Config, dir string) {
 		v.errorf(at("defaults"), "defaults: %v", err)
 	}
 
+	// accounting
+	switch strings.ToLower(c.Accounting.Method) {
+	case "", string(ledger.ZCDP), string(ledger.Basic):
+		c.Accounting.Method = strings.ToLower(c.Accounting.Method)
+	default:
+		v.errorf(at("accounting", "method"), "accounting.method must be zcdp (the default: Gaussian releases add up in zero-concentrated DP) or basic (Σε, Σδ), got %q", c.Accounting.Method)
+	}
+	if s := c.Accounting.ThresholdShare; s != 0 && !(s > 0 && s < 1) {
+		v.errorf(at("accounting", "threshold_share"), "accounting.threshold_share must be in (0, 1) (0 or omitted: %v), got %v", accounting.DefaultThresholdShare, s)
+	}
+
+	// limits
+	lv := reflect.ValueOf(c.Limits)
+	for i := range lv.NumField() {
+		f := lv.Field(i)
+		key, _, _ := strings.Cut(lv.Type().Field(i).Tag.Get("yaml"), ",")
+		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 {
+			v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default), got %v", key, f.Interface())
+		}
+		if f.Kind() == reflect.Float64 && (!(f.Float() >= 0) || math.IsInf(f.Float(), 0) || f.Float() >= 1 && key != "min_epsilon") {
+			v.errorf(at("limits", key), "limits.%s must be a number ≥ 0 (0 or omitted: the default) and, for a δ, below 1; got %v", key, f.Interface())
+		}
+	}
+
 	// datasets
 	if len(c.Datasets) == 0 {
 		v.errorf(nil, "datasets: declare at least one table to serve")
@@ -659,8 +754,15 @@ func (v *validator) validate(c *Config, dir string) {
 			if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
 				v.errorf(bp("epsilon"), "%s: epsilon must be a finite number > 0, got %v", bwhat, b.Epsilon)
 			}
-			if !(b.Delta > 0 && b.Delta < 1) {
+			maxBudgetDelta := c.Limits.MaxBudgetDelta
+			if maxBudgetDelta == 0 {
+				maxBudgetDelta = DefaultMaxBudgetDelta
+			}
+			switch {
+			case !(b.Delta > 0 && b.Delta < 1):
 				v.errorf(bp("delta"), "%s: delta must be > 0 and < 1 (every set-union mechanism needs δ > 0), got %v", bwhat, b.Delta)
+			case b.Delta > maxBudgetDelta:
+				v.errorf(bp("delta"), "%s: delta %v is above %v: over its releases the analyst would learn values that one person holds with probability up to δ; lower it, or raise limits.max_budget_delta if you mean it", bwhat, b.Delta, maxBudgetDelta)
 			}
 			if b.MaxRelease != nil {
 				v.release(bp("max_release"), bwhat, b.MaxRelease)

@@ -32,7 +32,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Errorf("server settings: listen %q tls %v data_dir %q path %q", c.Listen, c.TLS, c.DataDir, c.Path)
 	}
 	o := c.Defaults.Options()
-	if o.Mechanism != setunion.PolicyGaussianL2 || o.Epsilon != 1 || o.Delta != 1e-6 || o.MaxItems != 100 || o.Alpha != nil || o.Rounds != setunion.DefaultRounds {
+	if o.Mechanism != setunion.DefaultMechanism || o.Epsilon != 1 || o.Delta != 1e-6 || o.MaxItems != setunion.DefaultMaxItems || o.Alpha != nil || o.Rounds != setunion.DefaultRounds {
 		t.Errorf("defaults %+v", o)
 	}
 	if len(c.Datasets) != 2 {
@@ -175,7 +175,7 @@ func TestParseValid(t *testing.T) {
 	if o := c.Datasets[1].SourceOptions(); o.Format != tabfile.Parquet || len(o.Columns) != 1 || o.Columns[0].Name != "page.url" {
 		t.Errorf("parquet source options %+v", o)
 	}
-	if c.Defaults.Options().Mechanism != setunion.PolicyGaussianL2 {
+	if c.Defaults.Options().Mechanism != setunion.DefaultMechanism {
 		t.Errorf("defaults %+v", c.Defaults.Options())
 	}
 	if lim := c.LedgerLimits(); len(lim) != 1 || lim[0].MaxRelease != (ledger.Amount{}) {
@@ -360,5 +360,52 @@ func TestPasswordHashes(t *testing.T) {
 		if _, err := ParsePasswordHash(bad); err == nil {
 			t.Errorf("ParsePasswordHash(%q) accepted", bad)
 		}
+	}
+}
+
+// TestCapsMergeByField: a budget's max_release overrides only the fields it
+// sets; the analyst's cap applies to the others (a budget capping ε alone
+// used to drop the analyst's δ cap).
+func TestCapsMergeByField(t *testing.T) {
+	for _, c := range []struct {
+		analyst, budget string
+		want            ledger.Amount
+	}{
+		{"", "", ledger.Amount{}},
+		{"{epsilon: 1, delta: 1e-7}", "", ledger.Amount{Epsilon: 1, Delta: 1e-7}},
+		{"{epsilon: 1, delta: 1e-7}", "{epsilon: 0.5}", ledger.Amount{Epsilon: 0.5, Delta: 1e-7}},
+		{"{epsilon: 1, delta: 1e-7}", "{delta: 1e-8}", ledger.Amount{Epsilon: 1, Delta: 1e-8}},
+		{"{delta: 1e-7}", "{epsilon: 2}", ledger.Amount{Epsilon: 2, Delta: 1e-7}},
+		{"", "{epsilon: 2, delta: 1e-6}", ledger.Amount{Epsilon: 2, Delta: 1e-6}},
+	} {
+		cfg := validConfig
+		if c.analyst != "" {
+			cfg = strings.Replace(cfg, "      budgets:\n", "      max_release: "+c.analyst+"\n      budgets:\n", 1)
+		}
+		if c.budget != "" {
+			cfg += "          max_release: " + c.budget + "\n"
+		}
+		conf, err := Parse([]byte(cfg), "/etc/dpsql")
+		if err != nil {
+			t.Fatalf("%s / %s: %v", c.analyst, c.budget, err)
+		}
+		if lim := conf.LedgerLimits(); len(lim) != 1 || lim[0].MaxRelease != c.want {
+			t.Errorf("analyst cap %s, budget cap %s: %+v, want %+v", c.analyst, c.budget, lim, c.want)
+		}
+	}
+}
+
+// TestBudgetDeltaCeiling: a budget δ above limits.max_budget_delta (1e-4 by
+// default) is refused with a message saying why and how to raise it.
+func TestBudgetDeltaCeiling(t *testing.T) {
+	big := strings.Replace(validConfig, "          delta: 1e-5", "          delta: 0.01", 1)
+	if _, err := Parse([]byte(big), "/etc/dpsql"); err == nil || !strings.Contains(err.Error(), "max_budget_delta") {
+		t.Fatalf("δ = 0.01 budget: %v", err)
+	}
+	if _, err := Parse([]byte(big+"limits:\n  max_budget_delta: 0.05\n"), "/etc/dpsql"); err != nil {
+		t.Fatalf("raised ceiling: %v", err)
+	}
+	if _, err := Parse([]byte(validConfig+"limits:\n  max_delta: 2\n"), "/etc/dpsql"); err == nil {
+		t.Fatal("limits.max_delta = 2 accepted")
 	}
 }

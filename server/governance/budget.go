@@ -20,12 +20,18 @@ const BudgetName = "dp_budget"
 //
 //	analyst              the analyst's user name
 //	database_name        the database the budget applies to
-//	budget_epsilon       total ε the analyst may spend there (basic composition)
+//	budget_epsilon       total ε the analyst may spend there
 //	budget_delta         total δ
-//	spent_epsilon        ε charged so far (sum over releases)
-//	spent_delta          δ charged so far
-//	remaining_epsilon    budget − spent, never below 0
-//	remaining_delta
+//	accounting           how releases are charged: 'zcdp' or 'basic'
+//	spent_epsilon        ε used so far under that accounting (zcdp: what the
+//	                     releases' ρ converts to at the budget's conversion δ,
+//	                     plus any basic prefix; basic: the sum of their ε)
+//	spent_delta          δ used so far (zcdp: the thresholds' share; basic:
+//	                     the sum of their δ)
+//	remaining_epsilon    what is left under that accounting, never below 0
+//	remaining_delta      (zcdp: δ left for thresholds)
+//	basic_epsilon        the sum of the releases' ε: what basic composition
+//	basic_delta          would have charged (Σδ)
 //	max_release_epsilon  cap on one release's ε (NULL: no cap besides the budget)
 //	max_release_delta    cap on one release's δ (NULL: none)
 //	releases             number of charged releases
@@ -42,10 +48,13 @@ func BudgetSchema() sql.Schema {
 		col("database_name", types.MustCreateStringWithDefaults(sqltypes.VarChar, 64), false),
 		col("budget_epsilon", types.Float64, false),
 		col("budget_delta", types.Float64, false),
+		col("accounting", types.MustCreateStringWithDefaults(sqltypes.VarChar, 8), false),
 		col("spent_epsilon", types.Float64, false),
 		col("spent_delta", types.Float64, false),
 		col("remaining_epsilon", types.Float64, false),
 		col("remaining_delta", types.Float64, false),
+		col("basic_epsilon", types.Float64, false),
+		col("basic_delta", types.Float64, false),
 		col("max_release_epsilon", types.Float64, true),
 		col("max_release_delta", types.Float64, true),
 		col("releases", types.Int64, false),
@@ -155,8 +164,10 @@ func (g *Governor) BudgetRows(ctx *sql.Context) ([]sql.Row, error) {
 		rows = append(rows, sql.Row{
 			b.Analyst, b.Database,
 			b.Budget.Epsilon, b.Budget.Delta,
+			string(b.Accounting),
 			b.Spent.Epsilon, b.Spent.Delta,
 			b.Remaining.Epsilon, b.Remaining.Delta,
+			b.Basic.Epsilon, b.Basic.Delta,
 			capEps, capDelta,
 			b.Releases, last, active,
 		})

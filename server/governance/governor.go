@@ -1,7 +1,7 @@
 // Package governance implements the policy of dpsql's governed server on
 // top of its configuration and its privacy-budget ledger:
 //
-//   - Governor, the functions.Governor of the engine: which tables are
+//   - Governor, the release.Governor of the engine: which tables are
 //     protected (and by which privacy-unit column), which sessions are
 //     governed (every account but the configured administrators), and the
 //     budget checks and charges of their releases through package ledger;
@@ -32,7 +32,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -78,14 +78,61 @@ type Options struct {
 	Admins, Analysts []string
 	// Ledger holds the analysts' budgets (already set with SetLimits).
 	Ledger *ledger.Ledger
+	// Bounds bound every release's ε and δ (zero fields: DefaultBounds).
+	Bounds Bounds
 }
 
-// Governor implements functions.Governor over a ledger. It is safe for
+// Bounds are the range a governed release's (ε, δ) must lie in, whatever
+// the analyst's budget: ε below MinEpsilon would make releases, and the
+// side channels of their running time, almost free; δ above MaxDelta
+// releases values that one person holds with probability about δ each (at
+// δ = 0.5 a release returned dozens of one-person secrets); δ below
+// MinDelta only makes the calibration numerically fragile.
+type Bounds struct {
+	MinEpsilon, MinDelta, MaxDelta float64
+}
+
+// DefaultBounds: ε ≥ 0.001, 1e-15 ≤ δ ≤ 1e-5.
+func DefaultBounds() Bounds { return Bounds{MinEpsilon: 1e-3, MinDelta: 1e-15, MaxDelta: 1e-5} }
+
+func (b Bounds) withDefaults() Bounds {
+	d := DefaultBounds()
+	if b.MinEpsilon <= 0 {
+		b.MinEpsilon = d.MinEpsilon
+	}
+	if b.MinDelta <= 0 {
+		b.MinDelta = d.MinDelta
+	}
+	if b.MaxDelta <= 0 {
+		b.MaxDelta = d.MaxDelta
+	}
+	return b
+}
+
+// check refuses a release outside the bounds (MySQL error 1210), before
+// anything is charged.
+func (b Bounds) check(r release.Request) error {
+	switch {
+	case r.Epsilon < b.MinEpsilon:
+		return mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState,
+			"%s: ε=%g is below the server's floor of %g (limits.min_epsilon in its configuration): with a smaller ε, releases would be almost free", r.Function, r.Epsilon, b.MinEpsilon)
+	case r.Delta < b.MinDelta:
+		return mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState,
+			"%s: δ=%g is below the server's floor of %g (limits.min_delta in its configuration)", r.Function, r.Delta, b.MinDelta)
+	case r.Delta > b.MaxDelta:
+		return mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState,
+			"%s: δ=%g is above the server's ceiling of %g (limits.max_delta in its configuration): a release publishes each value one person holds with probability about δ, so a large δ gives away individual secrets; use a smaller dp_delta", r.Function, r.Delta, b.MaxDelta)
+	}
+	return nil
+}
+
+// Governor implements release.Governor over a ledger. It is safe for
 // concurrent use.
 type Governor struct {
 	protected map[string]string // lower(db) + "\x00" + lower(table) -> privacy unit
 	roles     map[string]Role
 	ledger    *ledger.Ledger
+	bounds    Bounds
 	closing   atomic.Bool
 
 	mu sync.Mutex
@@ -94,7 +141,7 @@ type Governor struct {
 	inflight sync.WaitGroup
 }
 
-var _ functions.Governor = (*Governor)(nil)
+var _ release.Governor = (*Governor)(nil)
 
 // New returns a governor. Every analyst should have budgets in the ledger;
 // one without a budget on a database is refused there with a message
@@ -103,7 +150,7 @@ func New(o Options) (*Governor, error) {
 	if o.Ledger == nil {
 		return nil, errors.New("governance: a governor needs a ledger")
 	}
-	g := &Governor{protected: map[string]string{}, roles: map[string]Role{}, ledger: o.Ledger}
+	g := &Governor{protected: map[string]string{}, roles: map[string]Role{}, ledger: o.Ledger, bounds: o.Bounds.withDefaults()}
 	for _, t := range o.Protected {
 		if t.Database == "" || t.Table == "" || t.PrivacyUnit == "" {
 			return nil, fmt.Errorf("governance: protected table %q.%q needs a database, a table and a privacy unit", t.Database, t.Table)
@@ -127,7 +174,7 @@ func tableKey(db, table string) string { return strings.ToLower(db) + "\x00" + s
 // Ledger returns the ledger the governor charges.
 func (g *Governor) Ledger() *ledger.Ledger { return g.ledger }
 
-// PrivacyUnit implements functions.Governor.
+// PrivacyUnit implements release.Governor.
 func (g *Governor) PrivacyUnit(database, table string) (string, bool) {
 	c, ok := g.protected[tableKey(database, table)]
 	return c, ok
@@ -152,31 +199,37 @@ func (g *Governor) SessionRole(ctx *sql.Context) Role {
 	return g.roles[User(ctx)]
 }
 
-// Governed implements functions.Governor: every session but an
+// Governed implements release.Governor: every session but an
 // administrator's is governed (fail closed).
 func (g *Governor) Governed(ctx *sql.Context) bool { return g.SessionRole(ctx) != Admin }
 
-// Check implements functions.Governor: the ledger's advisory check, for
+// Check implements release.Governor: the ledger's advisory check, for
 // governed sessions.
-func (g *Governor) Check(ctx *sql.Context, r functions.Release) error {
+func (g *Governor) Check(ctx *sql.Context, r release.Request) error {
 	if !g.Governed(ctx) {
 		return nil
 	}
 	if g.closing.Load() {
 		return errShutdown()
 	}
-	if err := g.ledger.Check(User(ctx), r.Database, r.Epsilon, r.Delta); err != nil {
+	if err := g.bounds.check(r); err != nil {
+		return err
+	}
+	if err := g.ledger.CheckCost(User(ctx), r.Database, r.LedgerCost()); err != nil {
 		return chargeError(err)
 	}
 	return nil
 }
 
-// Charge implements functions.Governor: the release is recorded durably in
+// Charge implements release.Governor: the release is recorded durably in
 // the ledger (synced to disk) before Charge returns nil. Administrators are
 // not charged.
-func (g *Governor) Charge(ctx *sql.Context, r functions.Release) error {
+func (g *Governor) Charge(ctx *sql.Context, r release.Request) error {
 	if !g.Governed(ctx) {
 		return nil
+	}
+	if err := g.bounds.check(r); err != nil {
+		return err
 	}
 	g.mu.Lock()
 	if g.closing.Load() {
@@ -195,7 +248,7 @@ func (g *Governor) Charge(ctx *sql.Context, r functions.Release) error {
 	if ctx != nil && ctx.Session != nil {
 		meta.Connection = ctx.Session.ID()
 	}
-	if _, err := g.ledger.Charge(c, User(ctx), r.Database, r.Epsilon, r.Delta, meta); err != nil {
+	if _, err := g.ledger.ChargeCost(c, User(ctx), r.Database, r.LedgerCost(), meta); err != nil {
 		return chargeError(err)
 	}
 	return nil
@@ -203,7 +256,7 @@ func (g *Governor) Charge(ctx *sql.Context, r functions.Release) error {
 
 // describe is the audit description of a release: what was released over
 // which table, then the statement.
-func describe(r functions.Release) string {
+func describe(r release.Request) string {
 	var b strings.Builder
 	b.WriteString(r.Function)
 	if r.Table != "" {

@@ -9,7 +9,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -45,8 +45,8 @@ func ctxOf(user string) *sql.Context {
 	return sql.NewContext(context.Background(), sql.WithSession(sess))
 }
 
-func rel(eps float64) functions.Release {
-	return functions.Release{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: eps, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: "SELECT DISTINCT url FROM visits"}
+func rel(eps float64) release.Request {
+	return release.Request{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: eps, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: "SELECT DISTINCT url FROM visits"}
 }
 
 func sqlCode(err error) int {
@@ -139,9 +139,11 @@ func TestGovernorBudgetRowsAndCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 || rows[0][0] != "alice" || rows[0][1] != "shop" || rows[0][4] != 0.25 || rows[0][6] != 0.75 ||
-		rows[0][8] != 0.5 || rows[0][9] != nil || rows[0][10] != int64(1) || rows[0][11] == nil || rows[0][12] != int8(1) ||
-		rows[1][1] != "web" || rows[1][9] != 1e-6 || rows[1][11] != nil {
+	// analyst, database, budget ε, δ, accounting, spent ε, δ, remaining ε, δ,
+	// basic ε, δ, cap ε, δ, releases, last, active.
+	if len(rows) != 2 || rows[0][0] != "alice" || rows[0][1] != "shop" || rows[0][4] != "basic" || rows[0][5] != 0.25 || rows[0][7] != 0.75 ||
+		rows[0][9] != 0.25 || rows[0][11] != 0.5 || rows[0][12] != nil || rows[0][13] != int64(1) || rows[0][14] == nil || rows[0][15] != int8(1) ||
+		rows[1][1] != "web" || rows[1][12] != 1e-6 || rows[1][14] != nil {
 		t.Errorf("alice's rows %v", rows)
 	}
 	if rows, _ := g.BudgetRows(ctxOf("root")); len(rows) != 3 {
@@ -159,5 +161,40 @@ func TestGovernorBudgetRowsAndCaps(t *testing.T) {
 	}
 	if eps, _, _ := g.maxCaps("bob"); eps <= 1e300 {
 		t.Errorf("bob has no cap, got %v", eps)
+	}
+}
+
+// TestGovernorBounds: a governed release below the ε floor, or outside the
+// δ range, is refused with error 1210 naming the setting, before anything
+// is charged; administrators are not bound.
+func TestGovernorBounds(t *testing.T) {
+	g := newGovernor(t)
+	for _, c := range []struct {
+		eps, delta float64
+		setting    string
+	}{
+		{5e-324, 1e-7, "limits.min_epsilon"},
+		{1e-4, 1e-7, "limits.min_epsilon"},
+		{0.1, 1e-20, "limits.min_delta"},
+		{0.1, 0.5, "limits.max_delta"},
+		{0.1, 2e-5, "limits.max_delta"},
+	} {
+		r := rel(c.eps)
+		r.Delta = c.delta
+		for _, call := range []func(*sql.Context, release.Request) error{g.Check, g.Charge} {
+			err := call(ctxOf("alice"), r)
+			if sqlCode(err) != mysql.ERWrongArguments || !strings.Contains(err.Error(), c.setting) {
+				t.Errorf("ε=%g δ=%g: %v, want 1210 naming %s", c.eps, c.delta, err, c.setting)
+			}
+		}
+	}
+	if b, _ := g.Ledger().Balance("alice", "shop"); b.Releases != 0 {
+		t.Errorf("refused releases were charged: %+v", b)
+	}
+	if err := g.Charge(ctxOf("root"), rel(1e-9)); err != nil {
+		t.Errorf("admin: %v", err)
+	}
+	if err := g.Charge(ctxOf("alice"), rel(1e-3)); err != nil {
+		t.Errorf("ε at the floor: %v", err)
 	}
 }

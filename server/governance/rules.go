@@ -13,6 +13,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/mysql"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
@@ -266,6 +267,19 @@ func toFloat(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
+}
+
+// KillCheck is a parser check (planner.Check) of the governed server: it
+// drops go-mysql-server's SUPER requirement on KILL [QUERY|CONNECTION], so
+// that the governance decides instead — administrators may kill any
+// connection, every other account its own connections only (checkKill, in
+// the session guard). An analyst can thus stop their own runaway statement
+// from a second connection, as in MySQL.
+func KillCheck(stmt ast.Statement, _ string, _ error) error {
+	if k, ok := stmt.(*ast.Kill); ok {
+		k.Auth.AuthType = ast.AuthType_IGNORE
+	}
+	return nil
 }
 
 // checkKill refuses KILL of a connection that belongs to another user.

@@ -31,6 +31,8 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
@@ -115,7 +117,7 @@ func New(o Options) (_ *Server, err error) {
 
 	// The ledger first: a second server on the same data directory fails
 	// before loading anything.
-	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout})
+	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout, Accounting: cfg.Accounting.LedgerAccounting()})
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +161,8 @@ func New(o Options) (_ *Server, err error) {
 	for _, a := range cfg.Accounts.Analysts {
 		analysts = append(analysts, a.User)
 	}
-	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l})
+	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l,
+		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta}})
 	if err != nil {
 		return nil, err
 	}
@@ -173,10 +176,18 @@ func New(o Options) (_ *Server, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
+	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
+	lim := serverLimits(cfg.Limits)
+	popts := []planner.PolicyOption{planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork})}
+	if fcfg.Rand != nil {
+		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
+	}
 	e, err := server.NewEngine(server.Config{
 		Provider:  p,
 		Functions: fcfg,
-		Rules:     append(planner.PolicyRules(gov), gov.Rules()...),
+		Rules:     append(planner.PolicyRules(gov, popts...), gov.Rules()...),
+		Checks:    []planner.Check{governance.KillCheck},
+		Limits:    lim,
 	})
 	if err != nil {
 		return nil, err
@@ -249,6 +260,9 @@ func New(o Options) (_ *Server, err error) {
 		Listener:           o.Listener,
 		ConnReadTimeout:    cmp.Or(o.ConnReadTimeout, ConnReadTimeout),
 		DefaultDatabaseFor: func(user string) string { return defaultDB[user] },
+		Limits:             lim,
+		Governed:           func(user string) bool { return gov.Role(user) != governance.Admin },
+		IsAdmin:            func(user string) bool { return gov.Role(user) == governance.Admin },
 	}
 	if cfg.TLS != nil {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
@@ -263,6 +277,26 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	return &Server{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw}, nil
+}
+
+// serverLimits converts the configuration's limits (zero fields take the
+// defaults of server.DefaultLimits).
+func serverLimits(l config.Limits) server.Limits {
+	return server.Limits{
+		MaxStatementBytes:        l.MaxStatementBytes,
+		MaxStatementTokens:       l.MaxStatementTokens,
+		MaxOperators:             l.MaxOperators,
+		MaxNesting:               l.MaxNesting,
+		MaxInList:                l.MaxInList,
+		MaxExecutionTime:         l.MaxExecutionTime,
+		MaxStringBytes:           l.MaxStringBytes,
+		MaxStatementsPerAccount:  l.MaxStatementsPerAccount,
+		MaxConnections:           l.MaxConnections,
+		AdminConnections:         l.AdminConnections,
+		MaxConnectionsPerAccount: l.MaxConnectionsPerAccount,
+		HandshakeTimeout:         l.HandshakeTimeout,
+		MaxPendingHandshakes:     l.MaxPendingHandshakes,
+	}.WithDefaults()
 }
 
 // createView runs CREATE VIEW for a view of the configuration, as admin.
@@ -401,7 +435,7 @@ func StorageType(typ string) (storage.Type, error) {
 
 // protect makes a protected table report no row count (information schema,
 // SHOW TABLE STATUS, the optimiser) and serve rows to governed sessions
-// only inside a private release (planner.ScanGuard, behind the planner's
+// only inside a private release (release.ScanGuard, behind the planner's
 // own guard).
 func protect(p *storage.Provider, gov *governance.Governor, t governance.ProtectedTable) error {
 	db, ok := p.Lookup(t.Database)
@@ -415,7 +449,7 @@ func protect(p *storage.Provider, gov *governance.Governor, t governance.Protect
 	if !slices.ContainsFunc(tbl.Columns(), func(c storage.Column) bool { return strings.EqualFold(c.Name, t.PrivacyUnit) }) {
 		return fmt.Errorf("protected table %s.%s: privacy unit %s is not a column", t.Database, t.Table, t.PrivacyUnit)
 	}
-	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts).WithScanGuard(planner.ScanGuard(gov, db.Name(), tbl.Name())))
+	db.ReplaceTable(tbl.WithRowCounts(storage.HiddenCounts).WithScanGuard(release.ScanGuard(gov, db.Name(), tbl.Name())))
 	return nil
 }
 

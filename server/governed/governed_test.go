@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/governed"
@@ -100,7 +100,7 @@ func TestLedgerChargesEachRelease(t *testing.T) {
 	if len(before) != 1 || before[0].SpentEps != 0 || before[0].Releases != 0 || before[0].RemainingEps != 1 {
 		t.Fatalf("fresh budget: %+v", before)
 	}
-	urls, err := release(conn)
+	urls, err := releaseURLs(conn)
 	if err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestLedgerChargesEachRelease(t *testing.T) {
 	if _, err := conn.ExecContext(context.Background(), "SET dp_epsilon = 0.25, dp_delta = 1e-6"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := release(conn); err != nil {
+	if _, err := releaseURLs(conn); err != nil {
 		t.Fatalf("second release: %v", err)
 	}
 	checkSpent(t, conn, 0.35, 1.1e-6, 2)
@@ -140,7 +140,7 @@ func TestLedgerChargesEachRelease(t *testing.T) {
 	if _, err := admin.Exec("USE shop"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := release(admin); err != nil {
+	if _, err := releaseURLs(admin); err != nil {
 		t.Fatal(err)
 	}
 	if recs, _ := s.Ledger().Audit(ledger.AuditFilter{}); len(recs) != 3 {
@@ -189,11 +189,11 @@ func TestLedgerExhaustedBudgetRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if _, err := release(conn); err != nil {
+		if _, err := releaseURLs(conn); err != nil {
 			t.Fatalf("release %d: %v", i+1, err)
 		}
 	}
-	_, err := release(conn)
+	_, err := releaseURLs(conn)
 	wantCode(t, "release over budget", err, governance.CodeBudget)
 	if err == nil || !strings.Contains(err.Error(), "privacy budget exceeded") || !strings.Contains(err.Error(), "has only ε=0,") {
 		t.Errorf("message: %v", err)
@@ -207,7 +207,7 @@ func TestLedgerExhaustedBudgetRefused(t *testing.T) {
 
 	// dave has no budget at all.
 	dave := sessionConn(t, d.connect(t, s.Addr(), "dave", davePass, false), "shop")
-	_, err = release(dave)
+	_, err = releaseURLs(dave)
 	wantCode(t, "analyst without budget", err, governance.CodeNoBudget)
 	if err == nil || !strings.Contains(err.Error(), "no privacy budget") {
 		t.Errorf("message: %v", err)
@@ -224,7 +224,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	s := d.start(t)
 	conn := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
 	for range 3 {
-		if _, err := release(conn); err != nil {
+		if _, err := releaseURLs(conn); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +241,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 		after[0].SpentDelta != before[0].SpentDelta || after[0].Last != before[0].Last {
 		t.Errorf("before restart %+v\nafter %+v", before, after)
 	}
-	if _, err := release(conn2); err != nil {
+	if _, err := releaseURLs(conn2); err != nil {
 		t.Fatal(err)
 	}
 	checkSpent(t, conn2, 0.4, 4e-7, 4)
@@ -282,7 +282,7 @@ func TestLedgerConcurrentReleasesNeverOverspend(t *testing.T) {
 				return
 			}
 			for range 4 {
-				_, err := release(conn)
+				_, err := releaseURLs(conn)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -328,8 +328,9 @@ func TestBudgetFunctionAnalystVsAdmin(t *testing.T) {
 	}
 	cols, _ := rows.Columns()
 	rows.Close()
-	want := []string{"analyst", "database_name", "budget_epsilon", "budget_delta", "spent_epsilon", "spent_delta",
-		"remaining_epsilon", "remaining_delta", "max_release_epsilon", "max_release_delta", "releases", "last_release", "active"}
+	want := []string{"analyst", "database_name", "budget_epsilon", "budget_delta", "accounting", "spent_epsilon", "spent_delta",
+		"remaining_epsilon", "remaining_delta", "basic_epsilon", "basic_delta", "max_release_epsilon", "max_release_delta",
+		"releases", "last_release", "active"}
 	if !slices.Equal(cols, want) {
 		t.Errorf("columns %v, want %v", cols, want)
 	}
@@ -533,7 +534,7 @@ func TestShutdownGraceful(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("shutdown took %v", time.Since(start))
 	}
-	if _, err := release(idle); err == nil {
+	if _, err := releaseURLs(idle); err == nil {
 		t.Error("the idle connection still works after shutdown")
 	}
 	if err := d.login(s.Addr(), "alice", alicePass, false); err == nil {
@@ -568,7 +569,7 @@ func TestShutdownGraceful(t *testing.T) {
 		t.Error("the canceled statement's client was not released")
 	}
 	// No release is charged after shutdown.
-	rel := functions.Release{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: 0.1, Delta: 1e-7}
+	rel := release.Request{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: 0.1, Delta: 1e-7}
 	if err := s2.Governor().Check(nil, rel); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("check after shutdown: %v", err)
 	}
@@ -641,7 +642,7 @@ func TestAccountManagement(t *testing.T) {
 	}
 	var n int
 	wantCode(t, "eve COUNT(*) of the protected table", eve.QueryRowContext(ctx, "SELECT COUNT(*) FROM visits").Scan(&n), 1142)
-	_, err := release(eve)
+	_, err := releaseURLs(eve)
 	wantCode(t, "eve's release (no budget)", err, governance.CodeNoBudget)
 
 	alice := sessionConn(t, d.connect(t, s.Addr(), "alice", alicePass, false), "shop")
@@ -652,7 +653,6 @@ func TestAccountManagement(t *testing.T) {
 		"ALTER USER 'bob'@'%' IDENTIFIED BY 'z'",
 		"SELECT * FROM mysql.user",
 		"INSERT INTO products VALUES ('D4', 'date')",
-		"KILL 1",
 		"SHOW PROCESSLIST",
 		"SELECT LOAD_FILE('/etc/hostname')",
 		"SELECT * FROM products INTO OUTFILE '/tmp/dpsql-outfile-test'",
@@ -752,7 +752,7 @@ func TestLedgerChargesEveryReleaseOfAStatement(t *testing.T) {
 	if _, err := bob.ExecContext(ctx, "SET dp_epsilon = 1.7"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = release(bob)
+	_, err = releaseURLs(bob)
 	wantCode(t, "over budget", err, governance.CodeBudget)
 	checkSpent(t, bob, 0.4, 4e-7, 4)
 }
@@ -771,4 +771,83 @@ func TestLedgerChargesNgrams(t *testing.T) {
 	}
 	rows.Close()
 	checkSpent(t, bob, 0.3, 1e-7, 1)
+}
+
+// TestAnalystKillsOwnStatements: an analyst may KILL (QUERY or CONNECTION)
+// their own connections from another of their connections, and may not
+// kill an administrator's or another analyst's (MySQL error 1095).
+func TestAnalystKillsOwnStatements(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	ctx := context.Background()
+	connID := func(c *dbsql.Conn) int64 {
+		var id int64
+		if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	alice := d.connect(t, s.Addr(), "alice", alicePass, false)
+	a1, a2 := sessionConn(t, alice, "shop"), sessionConn(t, alice, "shop")
+	admin := sessionConn(t, d.connect(t, s.Addr(), "admin", adminPass, false), "shop")
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	for _, q := range []string{"KILL QUERY %d", "KILL CONNECTION %d"} {
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(admin))); mysqlCode(err) != 1095 {
+			t.Errorf("alice: %s of the admin's connection: %v, want 1095", q, err)
+		}
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(bob))); mysqlCode(err) != 1095 {
+			t.Errorf("alice: %s of bob's connection: %v, want 1095", q, err)
+		}
+	}
+	if _, err := a1.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", connID(a2))); err != nil {
+		t.Errorf("alice: KILL QUERY of her own connection: %v", err)
+	}
+	id2 := connID(a2)
+	if _, err := a1.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id2)); err != nil {
+		t.Errorf("alice: KILL CONNECTION of her own connection: %v", err)
+	}
+	if err := a2.PingContext(ctx); err == nil {
+		var one int
+		if err := a2.QueryRowContext(ctx, "SELECT 1").Scan(&one); err == nil {
+			t.Error("alice's killed connection still answers")
+		}
+	}
+	// The administrator may kill anyone's.
+	if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", connID(bob))); err != nil {
+		t.Errorf("admin: KILL QUERY of bob's connection: %v", err)
+	}
+}
+
+// TestZCDPAccountingOverTheWire: with the configuration's default
+// accounting (zcdp), bob's budget of ε = 2, δ = 1e-5 takes many more
+// releases at ε = 0.5, δ = 1e-6 than the 4 basic composition allows;
+// DP_BUDGET() shows both accountings, and the refusal says why.
+func TestZCDPAccountingOverTheWire(t *testing.T) {
+	d := newDeploymentWith(t, false, "zcdp")
+	s := d.start(t)
+	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
+	if _, err := bob.ExecContext(context.Background(), "SET dp_epsilon = 0.5, dp_delta = 1e-6"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var last error
+	for ; n < 200; n++ {
+		if _, last = releaseURLs(bob); last != nil {
+			break
+		}
+	}
+	wantCode(t, "release beyond the zCDP budget", last, governance.CodeBudget)
+	if n <= 8 {
+		t.Errorf("%d releases at ε = 0.5 fit a budget of ε = 2 under zCDP; basic composition fits 4", n)
+	}
+	if !strings.Contains(last.Error(), "zCDP") {
+		t.Errorf("refusal: %v", last)
+	}
+	b := budget(t, bob)
+	if len(b) != 1 || b[0].Accounting != "zcdp" || b[0].Releases != int64(n) || b[0].SpentEps > 2 ||
+		b[0].BasicEps < 0.5*float64(n)-1e-9 || b[0].BasicEps > 0.5*float64(n)+1e-9 {
+		t.Errorf("bob's budget after %d releases: %+v", n, b)
+	}
+	t.Logf("%d releases at ε = 0.5, δ = 1e-6 within (2, 1e-5) under zCDP (basic composition: 4); spent ε=%.3f, δ=%.3g; basic Σε=%.1f",
+		n, b[0].SpentEps, b[0].SpentDelta, b[0].BasicEps)
 }

@@ -42,10 +42,11 @@ const (
 
 // deployment is a configuration written to a temporary directory.
 type deployment struct {
-	dir     string
-	cfgPath string
-	pool    *x509.CertPool
-	tlsName string // go-sql-driver TLS config name
+	dir        string
+	cfgPath    string
+	pool       *x509.CertPool
+	tlsName    string // go-sql-driver TLS config name
+	accounting string // accounting.method of the configuration
 }
 
 var tlsSeq atomic.Int64
@@ -55,8 +56,16 @@ var tlsSeq atomic.Int64
 // "tls:\n  require: true" is not possible that way; see requireTLS).
 func newDeployment(t *testing.T, requireTLS bool) *deployment {
 	t.Helper()
+	return newDeploymentWith(t, requireTLS, "basic")
+}
+
+// newDeploymentWith is newDeployment with the given accounting method (most
+// tests check basic composition's exact arithmetic; the configuration's
+// default is zcdp).
+func newDeploymentWith(t *testing.T, requireTLS bool, accounting string) *deployment {
+	t.Helper()
 	dir := t.TempDir()
-	d := &deployment{dir: dir, cfgPath: filepath.Join(dir, "dpsql.yaml")}
+	d := &deployment{dir: dir, cfgPath: filepath.Join(dir, "dpsql.yaml"), accounting: accounting}
 
 	// visits: 400 users; each visits 3 of 10 common pages and one page of
 	// their own (never released).
@@ -97,6 +106,8 @@ tls:
   key: server.key
   require: %s
 data_dir: data
+accounting:
+  method: %s
 defaults:
   epsilon: 0.1
   delta: 1e-7
@@ -136,7 +147,7 @@ accounts:
         - {database: shop, epsilon: 1, delta: 1e-5}
     - user: dave
       password_hash: '%s'
-`, require,
+`, require, d.accounting,
 		hash(config.NativePassword, adminPass), hash(config.NativePassword, alicePass), hash(config.NativePassword, bobPass),
 		hash(config.CachingSha2Password, carolPass), hash(config.NativePassword, davePass))
 	write(t, d.cfgPath, cfg)
@@ -244,8 +255,10 @@ type queryer interface {
 type budgetRow struct {
 	Analyst, Database          string
 	BudgetEps, BudgetDelta     float64
+	Accounting                 string
 	SpentEps, SpentDelta       float64
 	RemainingEps, RemainingDel float64
+	BasicEps, BasicDelta       float64
 	CapEps, CapDelta           dbsql.NullFloat64
 	Releases                   int64
 	Last                       dbsql.NullString
@@ -262,8 +275,8 @@ func budget(t *testing.T, db queryer) []budgetRow {
 	var out []budgetRow
 	for rows.Next() {
 		var r budgetRow
-		if err := rows.Scan(&r.Analyst, &r.Database, &r.BudgetEps, &r.BudgetDelta, &r.SpentEps, &r.SpentDelta,
-			&r.RemainingEps, &r.RemainingDel, &r.CapEps, &r.CapDelta, &r.Releases, &r.Last, &r.Active); err != nil {
+		if err := rows.Scan(&r.Analyst, &r.Database, &r.BudgetEps, &r.BudgetDelta, &r.Accounting, &r.SpentEps, &r.SpentDelta,
+			&r.RemainingEps, &r.RemainingDel, &r.BasicEps, &r.BasicDelta, &r.CapEps, &r.CapDelta, &r.Releases, &r.Last, &r.Active); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
@@ -276,7 +289,7 @@ func budget(t *testing.T, db queryer) []budgetRow {
 
 // release runs the DISTINCT release over visits and returns the released
 // urls.
-func release(db queryer) ([]string, error) {
+func releaseURLs(db queryer) ([]string, error) {
 	rows, err := db.QueryContext(context.Background(), "SELECT DISTINCT url FROM visits")
 	if err != nil {
 		return nil, err

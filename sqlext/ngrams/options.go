@@ -19,6 +19,16 @@ const (
 	// DefaultEta is the default η: at level k ≥ 2 about η·|S_{k−1}| of the
 	// released k-grams are expected to be spurious (ALGORITHMS.md §5).
 	DefaultEta = 0.01
+	// DefaultMaxItems is the default Δ of every level. The set-union default
+	// chooses Δ0 privately (setunion.AutoMaxItems); the n-gram levels keep a
+	// fixed bound.
+	DefaultMaxItems = 100
+	// DefaultMechanism is the default DPSU mechanism of the unigram level:
+	// dp_sips, as for set union. Measured at ε = 4, δ = 1e-6, T = 3 on
+	// git_python_ecosystem and newsgroups20 (TestCorpusComparison), it
+	// releases 18% and 35% more unigrams than policy_gaussian_l2 and 6% and
+	// 8% more n-grams in total (slightly fewer bigrams).
+	DefaultMechanism = setunion.DPSIPS
 )
 
 // Options configures one extraction. Start from Defaults and override fields;
@@ -31,15 +41,18 @@ type Options struct {
 	Epsilon float64
 	Delta   float64
 	// MaxItems is Δ, the most n-grams kept per user and level (sampled
-	// uniformly without replacement after pruning), 1..setunion.MaxMaxItems.
+	// uniformly without replacement after pruning), 1..setunion.MaxMaxItems;
+	// 0 (setunion.AutoMaxItems, the set-union default, which SQL sessions
+	// pass on) means DefaultMaxItems: the n-gram levels do not choose Δ
+	// privately.
 	MaxItems int
 	// LevelMaxItems optionally sets Δ_k per level: LevelMaxItems[k−1] for
 	// level k; a missing or zero entry means MaxItems.
 	LevelMaxItems []int
 	// Mechanism is the DPSU mechanism of the unigram level: a Gaussian one
-	// with a single noise scale (count_gaussian, weighted_gaussian,
-	// policy_gaussian_l2). Defaults sets setunion.DefaultMechanism
-	// (policy_gaussian_l2). policy_gaussian_l1 is refused (see setunion).
+	// (count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips with
+	// setunion.DefaultRounds rounds). Defaults sets DefaultMechanism.
+	// policy_gaussian_l1 is refused (see setunion).
 	Mechanism setunion.Mechanism
 	// Update is the histogram update rule of the levels k ≥ 2: one of
 	// weighted_gaussian, policy_gaussian_l2. Empty means weighted_gaussian,
@@ -58,24 +71,25 @@ type Options struct {
 }
 
 // Defaults returns the default options: T = 3, ε = 1, δ = 1e-6, Δ = 100,
-// policy_gaussian_l2 (α = 3) for unigrams and weighted_gaussian above, η = 0.01, a
+// dp_sips (3 rounds) for unigrams and weighted_gaussian above, η = 0.01, a
 // uniform budget split.
 func Defaults() Options {
 	return Options{
 		MaxN:      DefaultMaxN,
 		Epsilon:   setunion.DefaultEpsilon,
 		Delta:     setunion.DefaultDelta,
-		MaxItems:  setunion.DefaultMaxItems,
-		Mechanism: setunion.DefaultMechanism,
+		MaxItems:  DefaultMaxItems,
+		Mechanism: DefaultMechanism,
 		Eta:       DefaultEta,
 	}
 }
 
 // unigramMechanisms are the DPSU mechanisms a level-1 release may use: the
-// Gaussian ones calibrated by a single σ, so that level 1 is one Gaussian
-// mechanism of the composition (dp_sips splits its σ over rounds itself).
+// Gaussian ones, so that level 1 is one Gaussian mechanism of the
+// composition (dp_sips splits the level's σ_1 over setunion.DefaultRounds
+// rounds, Σ_r 1/σ_r² = 1/σ_1²).
 var unigramMechanisms = []setunion.Mechanism{
-	setunion.CountGaussian, setunion.WeightedGaussian, setunion.PolicyGaussianL2,
+	setunion.CountGaussian, setunion.WeightedGaussian, setunion.PolicyGaussianL2, setunion.DPSIPS,
 }
 
 // updateRules are the rules of the levels k ≥ 2: Gaussian rules whose user
@@ -98,6 +112,9 @@ func (o Options) UpdateRule() setunion.Mechanism {
 func (o Options) LevelMax(k int) int {
 	if k-1 < len(o.LevelMaxItems) && o.LevelMaxItems[k-1] > 0 {
 		return o.LevelMaxItems[k-1]
+	}
+	if o.MaxItems == setunion.AutoMaxItems {
+		return DefaultMaxItems
 	}
 	return o.MaxItems
 }
@@ -122,8 +139,8 @@ func (o Options) Validate() error {
 	if !(o.Delta > 0 && o.Delta < 1) {
 		return fmt.Errorf("delta must be greater than 0 and less than 1, got %v", o.Delta)
 	}
-	if o.MaxItems < 1 || o.MaxItems > setunion.MaxMaxItems {
-		return fmt.Errorf("max_items must be an integer from 1 to %d, got %d", setunion.MaxMaxItems, o.MaxItems)
+	if o.MaxItems < 0 || o.MaxItems > setunion.MaxMaxItems {
+		return fmt.Errorf("max_items must be an integer from 1 to %d (0 for the default, %d), got %d", setunion.MaxMaxItems, DefaultMaxItems, o.MaxItems)
 	}
 	if len(o.LevelMaxItems) > o.MaxN {
 		return fmt.Errorf("level max_items gives %d values but max_n is %d: give at most one per level", len(o.LevelMaxItems), o.MaxN)

@@ -14,7 +14,7 @@ func TestDefaultsValid(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.MaxN != 3 || o.MaxItems != setunion.DefaultMaxItems || o.Eta != 0.01 || o.Mechanism != setunion.PolicyGaussianL2 {
+	if o.MaxN != 3 || o.MaxItems != DefaultMaxItems || o.Eta != 0.01 || o.Mechanism != setunion.DPSIPS {
 		t.Fatalf("unexpected defaults %+v", o)
 	}
 	if o.UpdateRule() != setunion.WeightedGaussian || o.LevelMax(2) != 100 {
@@ -36,11 +36,11 @@ func TestValidateErrors(t *testing.T) {
 		{"epsilon nan", func(o *Options) { o.Epsilon = nan }, "epsilon must be"},
 		{"delta 0", func(o *Options) { o.Delta = 0 }, "delta must be greater than 0 and less than 1"},
 		{"delta 1", func(o *Options) { o.Delta = 1 }, "delta must be"},
-		{"max_items 0", func(o *Options) { o.MaxItems = 0 }, "max_items must be an integer from 1"},
+		{"max_items -1", func(o *Options) { o.MaxItems = -1 }, "max_items must be an integer from 1"},
 		{"level max too many", func(o *Options) { o.LevelMaxItems = []int{1, 2, 3, 4} }, "gives 4 values but max_n is 3"},
 		{"level max negative", func(o *Options) { o.LevelMaxItems = []int{1, -2} }, "max_items of level 2"},
 		{"laplace", func(o *Options) { o.Mechanism = setunion.PolicyLaplace }, "mechanism policy_laplace cannot be used for n-grams"},
-		{"dp_sips", func(o *Options) { o.Mechanism = setunion.DPSIPS }, "mechanism dp_sips cannot be used"},
+		{"policy_laplace", func(o *Options) { o.Mechanism = setunion.PolicyLaplace }, "mechanism policy_laplace cannot be used"},
 		{"unknown", func(o *Options) { o.Mechanism = "foo" }, `mechanism: unknown name "foo"`},
 		{"update count", func(o *Options) { o.Update = setunion.CountGaussian }, "update count_gaussian cannot be used"},
 		{"l1 unigrams", func(o *Options) { o.Mechanism = setunion.PolicyGaussianL1 }, "mechanism: mechanism policy_gaussian_l1 is disabled"},
@@ -181,6 +181,9 @@ func TestSigmaSplit(t *testing.T) {
 // so level 1 must be calibrated exactly as the DPSU mechanism alone.
 func TestLevel1MatchesSetUnion(t *testing.T) {
 	for _, m := range unigramMechanisms {
+		if m == setunion.DPSIPS {
+			continue // its own δ split in setunion; checked by TestLevel1SIPS
+		}
 		o := Defaults()
 		o.MaxN, o.Mechanism, o.Epsilon, o.MaxItems = 1, m, 2, 30
 		p, err := NewPlan(o)
@@ -217,6 +220,47 @@ func TestLevelRho(t *testing.T) {
 		rho := levelRho(3, tc.eta, tc.prev, tc.valid)
 		if got := noise.Phi(-rho / 3); math.Abs(got-tc.want) > 1e-9*tc.want {
 			t.Errorf("prev %d valid %d η %g: Φ(−ρ/σ) = %g, want %g", tc.prev, tc.valid, tc.eta, got, tc.want)
+		}
+	}
+}
+
+// TestLevel1SIPS: a dp_sips unigram level splits the level's σ_1 over
+// setunion.DefaultRounds rounds whose Gaussian budgets add up to 1/σ_1², with
+// thresholds failing with total probability δ_T/(1+δ_T), δ_T = δ/2.
+func TestLevel1SIPS(t *testing.T) {
+	o := Defaults()
+	o.Mechanism, o.Epsilon, o.MaxItems = setunion.DPSIPS, 2, 30
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal := p.Level1()
+	if len(cal.Rounds) != setunion.DefaultRounds || cal.ThresholdDelta != o.Delta/2 {
+		t.Fatalf("level 1 %+v", cal)
+	}
+	inv, dsum := 0.0, 0.0
+	for _, r := range cal.Rounds {
+		inv += 1 / (r.Sigma * r.Sigma)
+		dsum += r.Delta
+	}
+	s1 := p.Levels[0].Sigma
+	if math.Abs(inv*s1*s1-1) > 1e-12 || math.Abs(dsum-o.Delta/2) > 1e-18 || cal.Rho != cal.Rounds[len(cal.Rounds)-1].Rho {
+		t.Errorf("rounds do not compose to σ_1 = %v: Σ1/σ_r²·σ_1² = %v, Σδ_r = %v", s1, inv*s1*s1, dsum)
+	}
+}
+
+// TestMaxItemsZeroIsDefault: max_items 0 (the set-union default, passed on
+// by SQL sessions) means DefaultMaxItems at every level.
+func TestMaxItemsZeroIsDefault(t *testing.T) {
+	o := Defaults()
+	o.MaxItems = setunion.AutoMaxItems
+	p, err := NewPlan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range p.Levels {
+		if l.MaxItems != DefaultMaxItems {
+			t.Errorf("level %d: Δ = %d, want %d", l.N, l.MaxItems, DefaultMaxItems)
 		}
 	}
 }

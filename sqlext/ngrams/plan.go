@@ -89,17 +89,25 @@ func NewPlan(o Options) (Plan, error) {
 	l1 := &p.Levels[0]
 	cal := setunion.Calibration{
 		Mechanism: o.Mechanism, Epsilon: o.Epsilon, Delta: o.Delta, MaxItems: l1.MaxItems,
-		Alpha: l1.Alpha, Noise: setunion.Gaussian,
+		Alpha: l1.Alpha, Noise: setunion.Gaussian, ThresholdDelta: o.Delta / 2,
 	}
+	// The threshold fails with probability δ_T/(1 + δ_T), δ_T = δ/2, as in
+	// setunion: the proof's direction "D ⊂ D′" costs p/(1 − p) = δ_T. The
+	// threshold functions take 2× the failure probability.
+	fail2 := 2 * (o.Delta / 2) / (1 + o.Delta/2)
 	if o.Mechanism == setunion.CountGaussian {
 		// The analytic Gaussian σ is linear in the sensitivity: counts with
 		// ℓ2 sensitivity √Δ_1 need σ_1·√Δ_1 for the same privacy.
 		l1.Scale = l1.Sigma * math.Sqrt(float64(l1.MaxItems))
-		cal.Rho = noise.CountGaussianThreshold(l1.Scale, o.Delta, l1.MaxItems)
+		cal.Rho = noise.CountGaussianThreshold(l1.Scale, fail2, l1.MaxItems)
 	} else {
-		cal.Rho = noise.GaussianThresholdMax(l1.Sigma, o.Delta, l1.MaxItems)
+		cal.Rho = noise.GaussianThresholdMax(l1.Sigma, fail2, l1.MaxItems)
 	}
 	cal.Scale = l1.Scale
+	if o.Mechanism == setunion.DPSIPS {
+		cal.Rounds = setunion.SIPSRounds(l1.Sigma, o.Delta/2, l1.MaxItems, setunion.DefaultRounds)
+		cal.Rho = cal.Rounds[len(cal.Rounds)-1].Rho
+	}
 	if o.Mechanism.HasCutoff() {
 		cal.Gamma = cal.Rho + cal.Alpha*cal.Scale
 	}

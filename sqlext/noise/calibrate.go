@@ -102,8 +102,28 @@ func CountGaussianThreshold(sigma, delta float64, maxItems int) float64 {
 	return 1 + sigma*PhiInvUpper(OneMinusRoot(delta/2, float64(maxItems)))
 }
 
-// GreedyThreshold is 1 + λ·ln(1/(2δ)) (Carvalho et al. 2022, eq. 1): under the
-// greedy update a lone user raises exactly one item it alone holds, by at most 1.
+// GreedyThreshold is 1 + λ·ln(1/(2δ)) (Carvalho et al. 2022, eq. 1), the
+// threshold of the unproven greedy mechanisms as published. Its premise, that
+// only one item of weight at most 1 can be new in a neighbouring database, is
+// false for the greedy update (see package setunion); the proven greedy rule
+// uses GreedyFloorThreshold.
 func GreedyThreshold(lambda, delta float64) float64 {
 	return 1 + lambda*math.Log(1/(2*delta))
+}
+
+// GreedyFloorThreshold is the threshold of the proven greedy rule (package
+// setunion: bounded to Δ0 items, each with a positive floor share):
+//
+//	ρ = max(1, 1 + λ·ln((1 + (Δ0 − 1)·e^(−1/λ)) / (2δ))).
+//
+// The items that are new in a neighbouring database are t ≤ Δ0 items of the
+// added user alone, with weights w_i ≥ 0, Σ w_i ≤ 1. Each is released with
+// p(w) = ½·e^(−(ρ−w)/λ) (w ≤ 1 ≤ ρ), a convex function, so the union bound
+// Σ p(w_i) is largest at a vertex of the simplex, one weight 1 and the others
+// 0: p(1) + (Δ0 − 1)·p(0) = ½·e^((1−ρ)/λ)·(1 + (Δ0 − 1)·e^(−1/λ)), which this ρ
+// makes equal to δ. (If the formula gives ρ < 1, then already
+// ½·(1 + (Δ0 − 1)·e^(−1/λ)) < δ and ρ = 1 keeps the bound.)
+func GreedyFloorThreshold(lambda, delta float64, maxItems int) float64 {
+	r := 1 + lambda*(math.Log1p(float64(maxItems-1)*math.Exp(-1/lambda))-math.Log(2*delta))
+	return math.Max(1, r)
 }

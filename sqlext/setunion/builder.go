@@ -67,14 +67,16 @@ func NewCalibratedBuilder(cal Calibration) (*Builder, error) {
 	if _, err := ParseMechanism(string(cal.Mechanism)); err != nil {
 		return nil, err
 	}
-	if err := cal.Mechanism.Disabled(); err != nil {
+	if err := cal.Mechanism.Unproven(); err != nil {
 		return nil, err
 	}
 	switch {
 	case cal.Noise != cal.Mechanism.Noise():
 		return nil, fmt.Errorf("calibration noise %q does not match mechanism %s", cal.Noise, cal.Mechanism)
-	case cal.Mechanism == SingleItem || cal.Mechanism == DPSIPS || cal.Mechanism == GreedyPublic:
+	case cal.Mechanism == SingleItem || cal.Mechanism.publicPriority() || cal.Auto != nil:
 		return nil, fmt.Errorf("mechanism %s cannot be given a custom calibration", cal.Mechanism)
+	case cal.Mechanism == DPSIPS && len(cal.Rounds) == 0:
+		return nil, fmt.Errorf("a dp_sips calibration needs its rounds (SIPSRounds)")
 	case !(cal.Scale > 0) || math.IsInf(cal.Scale, 0) || math.IsNaN(cal.Rho) || math.IsInf(cal.Rho, 0):
 		return nil, fmt.Errorf("calibration needs a finite scale > 0 and a finite rho, got scale %v rho %v", cal.Scale, cal.Rho)
 	case cal.Mechanism.Bounded() && cal.MaxItems < 1:
@@ -245,6 +247,9 @@ type Result struct {
 	// Support is |supp(H)|, the number of items with positive weight after
 	// bounding (operator-only).
 	Support int
+	// Missing is the missing mass of the release (operator-only; see
+	// Missing).
+	Missing Missing
 
 	itemIdx map[string]uint32
 	weights []float64
@@ -266,6 +271,9 @@ func (r *Result) InSupport(item string) bool {
 // supp(H) with probability P(H[u] + Z > ρ) by an exact Bernoulli draw.
 func (b *Builder) Release(rng *rand.Rand) Result {
 	stats := b.Group()
+	if b.cal.Auto != nil {
+		b.chooseMaxItems(rng)
+	}
 	key := securerand.Key(rng)
 	order := b.userOrder(key)
 	n := len(b.itemNames)
@@ -273,9 +281,9 @@ func (b *Builder) Release(rng *rand.Rand) Result {
 	var weights []float64
 	switch b.cal.Mechanism {
 	case DPSIPS:
-		released, weights = b.runSIPS(rng, order)
+		released, weights = b.runSIPS(rng, key, order)
 	default:
-		h := b.histogram(rng, key, order, b.cal.Mechanism, b.cal.Gamma, nil)
+		h := b.histogram(rng, key, order, b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
 		weights = h.W
 		for i := 0; i < n; i++ {
 			if w := h.W[i]; w > 0 && securerand.Bernoulli(rng, b.cal.ReleaseProbability(w)) {
@@ -294,7 +302,52 @@ func (b *Builder) Release(rng *rand.Rand) Result {
 		items[k] = b.itemNames[i]
 	}
 	slices.Sort(items)
-	return Result{Items: items, Stats: stats, Support: support, itemIdx: b.itemIdx, weights: weights}
+	return Result{Items: items, Stats: stats, Support: support, Missing: b.missing(released),
+		itemIdx: b.itemIdx, weights: weights}
+}
+
+// Missing is the second utility measure of a release, next to the number of
+// released items: the share of the input that the release does not cover
+// (Dick, Joseph & Raman, ICLR 2026, call it the missing mass). A release that
+// wins on count by releasing rare items while losing frequent ones shows a
+// larger missing mass. Like Stats it is computed from the raw input and is for
+// the operator who holds the data, never for an analyst.
+type Missing struct {
+	// Pairs is the share of distinct (user, item) pairs whose item was not
+	// released: Σ_{u ∉ S} n_u / Σ_u n_u, with n_u the number of users
+	// holding item u. This is the user-level measure (each user's item counts
+	// once, as in the mechanisms).
+	Pairs float64 `json:"missing_mass"`
+	// Occurrences is the same share over all occurrences, duplicates
+	// included (Stats.Occurrences): token mass for tokenised text.
+	Occurrences float64 `json:"missing_occurrences"`
+}
+
+// missing computes the missing mass of a release of the item ids released
+// from every user's full (unbounded) list.
+func (b *Builder) missing(released []uint32) Missing {
+	in := make([]bool, len(b.itemNames))
+	for _, i := range released {
+		in[i] = true
+	}
+	var pairs, lostPairs, occ, lostOcc int64
+	for _, l := range b.lists {
+		for _, e := range l {
+			c := int64(e & 0xffffffff)
+			pairs++
+			occ += c
+			if !in[e>>32] {
+				lostPairs++
+				lostOcc += c
+			}
+		}
+	}
+	var m Missing
+	if pairs > 0 {
+		m.Pairs = float64(lostPairs) / float64(pairs)
+		m.Occurrences = float64(lostOcc) / float64(occ)
+	}
+	return m
 }
 
 // userOrder returns user ids in the order the sequential policies process
@@ -354,23 +407,25 @@ func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weight
 	if b.cal.Mechanism == DPSIPS {
 		return nil, nil, Stats{}, fmt.Errorf("mechanism %s releases between rounds and has no single histogram", DPSIPS)
 	}
+	if b.cal.Auto != nil {
+		return nil, nil, Stats{}, fmt.Errorf("max_items = 0 (chosen privately) needs all users at once; give a fixed max_items for a sharded release")
+	}
 	stats = b.Group()
-	h := b.histogram(rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, nil)
+	h := b.histogram(rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
 	return b.itemNames, h.W, stats, nil
 }
 
 // histogram builds H with rule m over users in order, skipping items marked in
 // exclude (dp_sips removes released items between rounds).
-func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, exclude []bool) *Histogram {
+func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []bool) *Histogram {
 	h := NewHistogram(m, gamma, len(b.itemNames))
-	greedy := m == GreedyFrequency || m == GreedyPublic
+	greedy := m.greedy()
 	if greedy {
 		h.Tie = make([]uint64, len(b.itemNames))
 		for i, name := range b.itemNames {
 			h.Tie[i] = UserHash(key, []byte(name))
 		}
 	}
-	bound := b.cal.MaxItems
 	var items []uint32
 	var prio []float64
 	for _, u := range order {
@@ -383,37 +438,71 @@ func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mec
 			}
 			items = append(items, i)
 			if greedy {
-				if m == GreedyFrequency {
-					prio = append(prio, float64(e&0xffffffff))
-				} else {
+				if m.publicPriority() {
 					f, ok := b.opts.Public[b.itemNames[i]]
 					if !ok {
 						f = 1
 					}
 					prio = append(prio, f)
+				} else {
+					prio = append(prio, float64(e&0xffffffff))
 				}
 			}
 		}
 		if m.Bounded() && len(items) > bound {
-			items = securerand.SampleInPlace(rng, items, bound)
+			if greedy {
+				items, prio = topByPriority(items, prio, h.Tie, bound)
+			} else {
+				items = securerand.SampleInPlace(rng, items, bound)
+			}
 		}
 		h.Update(items, prio)
 	}
 	return h
 }
 
-// runSIPS runs R rounds of weighted Gaussian (DP-SIPS, ALGORITHMS.md §4):
-// round r bounds every user's not-yet-released items to Δ0, builds a
-// weighted-Gaussian histogram and releases with (σ_r, ρ_r); released items
-// are removed from every user before the next round. It returns the released
-// ids and, per item, the largest weight it had in any round (for Support).
-func (b *Builder) runSIPS(rng *rand.Rand, order []uint32) ([]uint32, []float64) {
+// topByPriority keeps the k items of highest priority (ties by the keyed
+// hash tie), the bound of the proven greedy rules: it depends on the user's
+// own data and the release key only, and keeps exactly the items the greedy
+// step would fill first.
+func topByPriority(items []uint32, prio []float64, tie []uint64, k int) ([]uint32, []float64) {
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(prio[b], prio[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(tie[items[a]], tie[items[b]])
+	})
+	outI := make([]uint32, k)
+	outP := make([]float64, k)
+	for j, i := range idx[:k] {
+		outI[j], outP[j] = items[i], prio[i]
+	}
+	copy(items, outI)
+	copy(prio, outP)
+	return items[:k], prio[:k]
+}
+
+// runSIPS runs the rounds of dp_sips (DP-SIPS, ALGORITHMS.md §4): round r
+// bounds every user's not-yet-released items to Δ0_r, builds a histogram
+// with the round's rule (weighted Gaussian; ℓ2-descent over users in keyed
+// order for a policy round) and releases with (σ_r, ρ_r); released items are
+// removed from every user before the next round. It returns the released ids
+// and, per item, the largest weight it had in any round (for Support).
+func (b *Builder) runSIPS(rng *rand.Rand, key [2]uint64, order []uint32) ([]uint32, []float64) {
 	n := len(b.itemNames)
 	done := make([]bool, n)
 	seen := make([]float64, n)
 	var released []uint32
-	for r := range b.cal.Rounds {
-		h := b.histogram(rng, [2]uint64{}, order, DPSIPS, 0, done)
+	for r, rd := range b.cal.Rounds {
+		rule, ord := DPSIPS, order
+		if rd.Rule == PolicyGaussianL2 {
+			rule, ord = PolicyGaussianL2, OrderUsers(key, b.userNames)
+		}
+		h := b.histogram(rng, key, ord, rule, rd.Gamma, rd.MaxItems, done)
 		for i, w := range h.W {
 			if w <= 0 {
 				continue

@@ -14,7 +14,7 @@ type Calibration struct {
 	Epsilon   float64   `json:"epsilon"`
 	Delta     float64   `json:"delta"`
 	// MaxItems is the effective Δ0: Options.MaxItems, 1 for single_item, and
-	// 0 for the greedy mechanisms, which do not bound users.
+	// 0 for the unproven greedy mechanisms, which do not bound users.
 	MaxItems int     `json:"max_items"`
 	Alpha    float64 `json:"alpha"`
 	Noise    Noise   `json:"noise"`
@@ -28,20 +28,48 @@ type Calibration struct {
 	// Gamma is the cutoff Γ = ρ + α·Scale of the policies and greedy
 	// mechanisms (no item is raised above it), 0 for the others.
 	Gamma float64 `json:"gamma"`
+	// ThresholdDelta is δ_T, the share of δ that pays for the thresholds
+	// (items only the added user holds); the rest, δ − δ_T, is the Gaussian
+	// mechanism's δ_G. Accounting keeps it apart (package accounting). 0 for
+	// single_item and the unproven mechanisms.
+	ThresholdDelta float64 `json:"threshold_delta"`
 	// Rounds holds the per-round calibration of dp_sips.
 	Rounds []Round `json:"rounds,omitempty"`
+	// Auto describes the private choice of Δ0 (Options.MaxItems =
+	// AutoMaxItems), nil when Δ0 is fixed. Before a release, MaxItems, Rho and
+	// Rounds are those of Δ0 = AutoMaxItemsCap (the largest thresholds);
+	// Builder.Calibration returns them for the chosen Δ0 after Release.
+	Auto *AutoPlan `json:"auto_max_items,omitempty"`
 
 	pi []float64 // single_item: π(0..n*) with π(n*) = 1
 }
 
+// AutoPlan is the calibration of the private choice of Δ0: Tests noisy
+// tests of sensitivity ≤ 1, each with Gaussian noise of scale TestSigma,
+// together the share Share of the Gaussian budget (Tests/TestSigma² =
+// Share/σ*²). Chosen is the Δ0 the release chose (0 before it).
+type AutoPlan struct {
+	Share     float64 `json:"share"`
+	Truncate  float64 `json:"truncate"`
+	Cap       int     `json:"cap"`
+	Tests     int     `json:"tests"`
+	TestSigma float64 `json:"test_sigma"`
+	Chosen    int     `json:"chosen,omitempty"`
+}
+
 // Round is the calibration of one DP-SIPS round r (0-based): its share f_r of
-// the Gaussian budget μ² = 1/σ*² and of δ, σ_r = σ*/√f_r, δ_r = f_r·δ, and
-// the weighted-Gaussian threshold ρ_r at (σ_r, δ_r).
+// the Gaussian budget μ² = 1/σ*² and of the threshold's δ, σ_r = σ*/√f_r,
+// δ_r = f_r·δ_T, the threshold ρ_r at (σ_r, δ_r), the round's bound Δ0_r and
+// its update rule (weighted_gaussian, or policy_gaussian_l2 with cutoff
+// Γ_r = ρ_r + α·σ_r).
 type Round struct {
-	Fraction float64 `json:"fraction"`
-	Sigma    float64 `json:"sigma"`
-	Delta    float64 `json:"delta"`
-	Rho      float64 `json:"rho"`
+	Fraction float64   `json:"fraction"`
+	Sigma    float64   `json:"sigma"`
+	Delta    float64   `json:"delta"`
+	Rho      float64   `json:"rho"`
+	MaxItems int       `json:"max_items"`
+	Rule     Mechanism `json:"rule"`
+	Gamma    float64   `json:"gamma,omitempty"`
 }
 
 // Calibrate validates o and computes its calibration (ALGORITHMS.md §2, §4).
@@ -52,40 +80,87 @@ type Round struct {
 //	count_gaussian      σ = analytic Gaussian (ε, δ/2, Δ2 = √Δ0), ρ = 1 + σ·Φ⁻¹((1−δ/2)^(1/Δ0))
 //	weighted/policy_gaussian_*
 //	                    σ = analytic Gaussian (ε, δ/2, Δ2 = 1), ρ = max_{t≤Δ0} 1/√t + σ·Φ⁻¹((1−δ/2)^(1/t))
-//	greedy_*            λ = 1/ε,  ρ = 1 + λ·ln(1/(2δ))
+//	greedy_frequency/greedy_public
+//	                    λ = 1/ε,  ρ = max(1, 1 + λ·ln((1 + (Δ0−1)·e^(−ε))/(2δ)))
+//	greedy_*_unproven   λ = 1/ε,  ρ = 1 + λ·ln(1/(2δ))
 //	policies, greedy    Γ = ρ + α·(λ or σ)
 //	single_item         π(n) = min(e^ε π(n−1) + δ, 1 − e^(−ε)(1 − π(n−1) − δ), 1), π(0) = 0
-//	dp_sips             f_r ∝ 0.3^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ, ρ_r as weighted Gaussian
+//	dp_sips             f_r ∝ 0.2^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ/2, ρ_r as weighted Gaussian
+//	                    at (σ_r, δ_r); one round when Δ0 = 1
+//	max_items = 0       Gaussian mechanisms: Δ0 chosen privately with 2% of μ² = 1/σ*²,
+//	                    σ = σ*/√0.98 for the release; the others: Δ0 = 100
 func Calibrate(o Options) (Calibration, error) {
 	if err := o.Validate(); err != nil {
 		return Calibration{}, err
 	}
+	if o.MaxItems != AutoMaxItems {
+		return calibrate(o, o.MaxItems, 1)
+	}
+	if !o.Mechanism.AutoCapable() {
+		return calibrate(o, FixedMaxItems, 1)
+	}
+	c, err := calibrate(o, AutoMaxItemsCap, 1-AutoMaxItemsShare)
+	if err != nil {
+		return c, err
+	}
+	deltaG, _ := o.Mechanism.DeltaSplit(o.Delta)
+	sigmaStar, err := noise.GaussianSigma(o.Epsilon, deltaG, 1)
+	if err != nil {
+		return Calibration{}, err
+	}
+	c.Auto = &AutoPlan{Share: AutoMaxItemsShare, Truncate: AutoMaxItemsTruncate, Cap: AutoMaxItemsCap,
+		Tests: MaxItemsTests, TestSigma: sigmaStar * math.Sqrt(MaxItemsTests/AutoMaxItemsShare)}
+	return c, nil
+}
+
+// calibrate computes the calibration of validated options o at Δ0 = d0,
+// with the Gaussian part given the share gshare of the budget μ² = 1/σ*²
+// (σ = σ*/√gshare; 1 unless Δ0 is chosen privately).
+//
+// δ is split between the noise (δ_G, Gaussian mechanisms only) and the
+// thresholds (δ_T) by DeltaSplit. Every threshold is solved for the failure
+// probability δ_T/(1 + δ_T) rather than δ_T: the direction "D ⊂ D′" of the
+// proof (package documentation) costs p/(1 − p) for a failure probability p,
+// and p = δ_T/(1 + δ_T) makes that exactly δ_T, so the release is (ε, δ)-DP
+// as stated.
+func calibrate(o Options, d0 int, gshare float64) (Calibration, error) {
 	m := o.Mechanism
-	c := Calibration{Mechanism: m, Epsilon: o.Epsilon, Delta: o.Delta, MaxItems: o.MaxItems, Noise: m.Noise()}
+	c := Calibration{Mechanism: m, Epsilon: o.Epsilon, Delta: o.Delta, MaxItems: d0, Noise: m.Noise()}
 	if m.HasCutoff() {
 		c.Alpha = o.alpha()
 	}
-	d0 := o.MaxItems
+	deltaG, deltaT := m.DeltaSplit(o.Delta)
+	c.ThresholdDelta = deltaT
+	fail := deltaT / (1 + deltaT) // the thresholds' failure probability
+	gauss := func(sens float64) (float64, error) {
+		s, err := noise.GaussianSigma(o.Epsilon, deltaG, sens)
+		return s / math.Sqrt(gshare), err
+	}
 	var err error
 	switch m {
 	case CountLaplace:
 		c.Scale = float64(d0) / o.Epsilon
-		c.Rho = noise.CountLaplaceThreshold(c.Scale, o.Delta, d0)
+		c.Rho = noise.CountLaplaceThreshold(c.Scale, fail, d0)
 	case WeightedLaplace, PolicyLaplace:
 		c.Scale = 1 / o.Epsilon
-		c.Rho = noise.LaplaceThresholdMax(c.Scale, o.Delta, d0)
+		c.Rho = noise.LaplaceThresholdMax(c.Scale, fail, d0)
 	case CountGaussian:
-		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, math.Sqrt(float64(d0)))
-		c.Rho = noise.CountGaussianThreshold(c.Scale, o.Delta, d0)
+		c.Scale, err = gauss(math.Sqrt(float64(d0)))
+		c.Rho = noise.CountGaussianThreshold(c.Scale, 2*fail, d0) // takes δ, fails with δ/2
 	case WeightedGaussian, PolicyGaussianL2, PolicyGaussianL1:
-		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
-		c.Rho = noise.GaussianThresholdMax(c.Scale, o.Delta, d0)
+		c.Scale, err = gauss(1)
+		c.Rho = noise.GaussianThresholdMax(c.Scale, 2*fail, d0) // takes δ, fails with δ/2
 	case GreedyFrequency, GreedyPublic:
+		c.Scale = 1 / o.Epsilon
+		c.Rho = noise.GreedyFloorThreshold(c.Scale, fail, d0)
+	case GreedyFrequencyUnproven, GreedyPublicUnproven:
 		c.MaxItems = 0
+		c.ThresholdDelta = 0 // no proof splits its δ
 		c.Scale = 1 / o.Epsilon
 		c.Rho = noise.GreedyThreshold(c.Scale, o.Delta)
 	case SingleItem:
 		c.MaxItems = 1
+		c.ThresholdDelta = 0 // π(n) is (ε, δ)-DP by construction, no threshold event
 		c.pi, _ = singleItemTable(o.Epsilon, o.Delta)
 		for n, p := range c.pi {
 			if p >= 0.5 {
@@ -94,8 +169,14 @@ func Calibrate(o Options) (Calibration, error) {
 			}
 		}
 	case DPSIPS:
-		c.Scale, err = noise.GaussianSigma(o.Epsilon, o.Delta/2, 1)
-		c.Rounds = sipsRounds(c.Scale, o.Delta, d0, o.Rounds)
+		c.Scale, err = gauss(1)
+		rounds := o.Rounds
+		if d0 == 1 {
+			// A user with one item loses nothing when others' items are
+			// released: later rounds cannot raise any weight.
+			rounds = 1
+		}
+		c.Rounds = sipsRounds(c.Scale, deltaT, d0, rounds)
 		c.Rho = c.Rounds[len(c.Rounds)-1].Rho
 	}
 	if err != nil {
@@ -107,23 +188,66 @@ func Calibrate(o Options) (Calibration, error) {
 	return c, nil
 }
 
-// sipsRounds splits the Gaussian budget μ² = 1/σ*² and δ over R rounds with
-// fractions f_r ∝ 0.3^(R−1−r), r = 0..R−1, so later rounds get more
-// (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4). Since Σ 1/σ_r² =
-// Σ f_r/σ*² = 1/σ*², the rounds compose to one Gaussian mechanism of scale σ*,
-// and the thresholds' failure probabilities δ_r/2 sum to δ/2.
-func sipsRounds(sigmaStar, delta float64, maxItems, rounds int) []Round {
+// sipsRounds splits the Gaussian budget μ² = 1/σ*² and the threshold's δ_T
+// over R rounds with fractions f_r ∝ SIPSRatio^(R−1−r), r = 0..R−1, so later
+// rounds get more (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4,
+// which uses 0.3). Since
+// Σ 1/σ_r² = Σ f_r/σ*² = 1/σ*², the rounds compose to one Gaussian mechanism
+// of scale σ*, and the thresholds' failure probabilities δ_r sum to δ_T.
+func sipsRounds(sigmaStar, deltaT float64, maxItems, rounds int) []Round {
 	w := make([]float64, rounds)
-	total := 0.0
 	for r := range w {
-		w[r] = math.Pow(0.3, float64(rounds-1-r))
-		total += w[r]
+		w[r] = math.Pow(SIPSRatio, float64(rounds-1-r))
 	}
-	out := make([]Round, rounds)
-	for r := range out {
-		f := w[r] / total
+	plan := make([]RoundPlan, rounds)
+	for r := range plan {
+		plan[r] = RoundPlan{Weight: w[r], MaxItems: maxItems, Rule: WeightedGaussian}
+	}
+	return planRounds(sigmaStar, deltaT, plan)
+}
+
+// SIPSRounds calibrates R rounds of dp_sips whose Gaussian budget is that of
+// one Gaussian mechanism of scale sigma, with thresholds failing with total
+// probability deltaT/(1 + deltaT), at bound maxItems (the split of
+// Calibrate). The n-gram extractor uses it for a dp_sips unigram level.
+func SIPSRounds(sigma, deltaT float64, maxItems, rounds int) []Round {
+	if maxItems == 1 {
+		rounds = 1
+	}
+	return sipsRounds(sigma, deltaT, maxItems, rounds)
+}
+
+// RoundPlan describes one round of a multi-round release before calibration:
+// its relative share of the budget, its bound Δ0_r and its update rule
+// (weighted_gaussian or policy_gaussian_l2, with cutoff parameter Alpha).
+type RoundPlan struct {
+	Weight   float64
+	MaxItems int
+	Rule     Mechanism
+	Alpha    float64
+}
+
+// planRounds calibrates rounds: f_r = Weight_r/Σ Weight, σ_r = σ*/√f_r,
+// δ_r = f_r·δ_T, ρ_r = max_{t≤Δ0_r} 1/√t + σ_r·Φ⁻¹((1 − p_r)^(1/t)) with the
+// failure probability p_r = δ_r/(1 + δ_T) (so that Σ p_r = δ_T/(1 + δ_T), see
+// calibrate) and, for a policy round, Γ_r = ρ_r + α·σ_r.
+func planRounds(sigmaStar, deltaT float64, plan []RoundPlan) []Round {
+	total := 0.0
+	for _, p := range plan {
+		total += p.Weight
+	}
+	out := make([]Round, len(plan))
+	for r, p := range plan {
+		f := p.Weight / total
 		s := sigmaStar / math.Sqrt(f)
-		out[r] = Round{Fraction: f, Sigma: s, Delta: f * delta, Rho: noise.GaussianThresholdMax(s, f*delta, maxItems)}
+		// GaussianThresholdMax(σ, δ, t) bounds the failure probability by
+		// δ/2; pass twice round r's failure probability.
+		rd := Round{Fraction: f, Sigma: s, Delta: f * deltaT, MaxItems: p.MaxItems, Rule: p.Rule,
+			Rho: noise.GaussianThresholdMax(s, 2*f*deltaT/(1+deltaT), p.MaxItems)}
+		if p.Rule == PolicyGaussianL2 {
+			rd.Gamma = rd.Rho + p.Alpha*s
+		}
+		out[r] = rd
 	}
 	return out
 }

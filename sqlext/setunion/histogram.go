@@ -70,7 +70,10 @@ func (h *Histogram) Update(items []uint32, priority []float64) {
 	case PolicyGaussianL2:
 		h.l2Descent(items)
 	case GreedyFrequency, GreedyPublic:
-		h.greedy(items, priority)
+		h.floor(items)
+		h.greedy(items, priority, 1-GreedyFloor)
+	case GreedyFrequencyUnproven, GreedyPublicUnproven:
+		h.greedy(items, priority, 1)
 	default:
 		panic("setunion: histogram of unknown mechanism " + string(h.rule))
 	}
@@ -175,11 +178,28 @@ func (h *Histogram) l2Descent(items []uint32) {
 	}
 }
 
-// greedy is the greedy update GU (Carvalho et al. 2022, Algorithm 2): take the
-// user's items below Γ in order of priority (descending; ties by the keyed
-// hash Tie, never by anything from other users) and spend the ℓ1 budget of 1
-// item by item, raising each to Γ while the budget lasts.
-func (h *Histogram) greedy(items []uint32, priority []float64) {
+// GreedyFloor is η, the share of a user's ℓ1 budget that the proven greedy
+// rules spread evenly over all of the user's (bounded) items before the
+// greedy step: each item u gets H[u] ← min(Γ, H[u] + η/|W|). Its only purpose
+// is that every item a user holds gets positive weight, so that an item with
+// weight 0 in D and positive weight in D′ can only be one the added user
+// alone holds (see the package documentation); its size does not enter the
+// threshold, so it is tiny and costs no measurable utility.
+const GreedyFloor = 1.0 / (1 << 20)
+
+// floor raises each of the user's items by η/|W|, capped at Γ.
+func (h *Histogram) floor(items []uint32) {
+	c := GreedyFloor / float64(len(items))
+	for _, u := range items {
+		h.W[u] = min(h.gamma, h.W[u]+c)
+	}
+}
+
+// greedy is the greedy update GU (Carvalho et al. 2022, Algorithm 2) with an
+// ℓ1 budget: take the user's items below Γ in order of priority (descending;
+// ties by the keyed hash Tie, never by anything from other users) and spend
+// the budget item by item, raising each to Γ while the budget lasts.
+func (h *Histogram) greedy(items []uint32, priority []float64, budget float64) {
 	ord := h.order[:0]
 	for i, u := range items {
 		if h.W[u] < h.gamma {
@@ -193,7 +213,6 @@ func (h *Histogram) greedy(items []uint32, priority []float64) {
 		}
 		return cmp.Compare(h.Tie[items[a]], h.Tie[items[b]])
 	})
-	budget := 1.0
 	for _, i := range ord {
 		u := items[i]
 		cost := h.gamma - h.W[u]

@@ -1,47 +1,3 @@
-// Package setunion implements differentially private set union (DPSU): given
-// (privacy unit, item) pairs, release as many items as possible under
-// user-level (ε, δ)-differential privacy, where neighbouring databases differ
-// in all rows of one user.
-//
-// Every mechanism follows the pipeline of ALGORITHMS.md §1 (Gopi et al. 2020,
-// Algorithms 1–2; Carvalho et al. 2022, Algorithm 1): group pairs by user and
-// deduplicate; order users by a keyed hash with a fresh key per release;
-// bound each user to Δ0 items sampled uniformly without replacement; build a
-// weighted histogram H with the mechanism's update rule; release each item u
-// of supp(H) independently when H[u] plus noise exceeds a threshold ρ. The
-// release decision is sampled exactly (securerand.Bernoulli on P(noise >
-// ρ − H[u])), so no noisy weight ever exists. Only the released keys leave the
-// package, sorted.
-//
-// The mechanisms, by user-facing name:
-//
-//	count_laplace       H[u] += 1, Laplace λ = Δ0/ε
-//	count_gaussian      H[u] += 1, Gaussian σ(Δ2 = √Δ0)
-//	weighted_laplace    H[u] += 1/|W|, Laplace λ = 1/ε
-//	weighted_gaussian   H[u] += 1/√|W|, Gaussian σ(Δ2 = 1)
-//	policy_laplace      ℓ1-descent with ℓ1 budget (Gopi et al. Alg. 3), Laplace
-//	policy_gaussian_l2  ℓ2-descent with ℓ2 budget (journal Alg. 7), Gaussian (default)
-//	policy_gaussian_l1  ℓ1-descent with ℓ2 budget (journal Alg. 8): disabled, see below
-//	greedy_frequency    GW: greedy by the user's own item counts, no Δ0, Laplace
-//	greedy_public       GW-KT: greedy by a public frequency table, no Δ0, Laplace
-//	single_item         Δ0 = 1 with the optimal release probability π(n) (Desfontaines et al.)
-//	dp_sips             R rounds of weighted Gaussian (Swanberg et al. 2023)
-//
-// # policy_gaussian_l1 is disabled
-//
-// The journal version of Gopi et al. (2021, Proposition 5.1) claims that the
-// ℓ1-descent update with an ℓ2 budget (Algorithm 8) is ℓ2-contractive. It is
-// not, and the neighbouring-database property test of this package finds
-// counter-examples: with Γ = 2.819, users {1,2,0}, {2,1,0}, then the added
-// user {2,0,1}, then {1,2} and {1,0} (all Δ0 ≤ 3), the two final histograms are
-// 1.0141 apart in ℓ2; an adversarial search reaches 1.19 with four items. The
-// proof's Jacobian [[0, 0], [B, I]] has a non-zero block B (the uncapped
-// items' level λ depends on the capped items' gaps g), and its spectral norm
-// is √(1 + ‖g‖²/(1 − ‖g‖²)) > 1, unbounded as ‖g‖₂ → 1. Noise calibrated to
-// sensitivity 1 therefore does not give (ε, δ)-DP, so Validate refuses the
-// mechanism; Policy Gaussian with ℓ2-descent (Lemma 5.2, whose geometric proof
-// holds and whose property test passes) is the default instead. The update
-// rule stays in Histogram so that the finding remains testable.
 package setunion
 
 import (
@@ -67,13 +23,34 @@ const (
 	GreedyPublic     Mechanism = "greedy_public"
 	SingleItem       Mechanism = "single_item"
 	DPSIPS           Mechanism = "dp_sips"
+	// GreedyFrequencyUnproven and GreedyPublicUnproven are Carvalho et al.'s
+	// GW and GW-KT as published (no Δ0, no floor share). Their privacy proof
+	// is false (see the package documentation); they run only with
+	// Options.AllowUnproven.
+	GreedyFrequencyUnproven Mechanism = "greedy_frequency_unproven"
+	GreedyPublicUnproven    Mechanism = "greedy_public_unproven"
 )
 
 // Mechanisms lists every mechanism in documentation order.
 func Mechanisms() []Mechanism {
 	return []Mechanism{CountLaplace, CountGaussian, WeightedLaplace, WeightedGaussian,
 		PolicyLaplace, PolicyGaussianL2, PolicyGaussianL1, GreedyFrequency, GreedyPublic,
-		SingleItem, DPSIPS}
+		SingleItem, DPSIPS, GreedyFrequencyUnproven, GreedyPublicUnproven}
+}
+
+// greedy reports whether m uses the greedy update (GU) in any form.
+func (m Mechanism) greedy() bool {
+	switch m {
+	case GreedyFrequency, GreedyPublic, GreedyFrequencyUnproven, GreedyPublicUnproven:
+		return true
+	}
+	return false
+}
+
+// publicPriority reports whether m orders a user's items by the public
+// frequency table.
+func (m Mechanism) publicPriority() bool {
+	return m == GreedyPublic || m == GreedyPublicUnproven
 }
 
 // ParseMechanism maps a name (case-insensitive, surrounding space ignored) to
@@ -105,13 +82,15 @@ const (
 // Noise returns the noise kind of m.
 func (m Mechanism) Noise() Noise {
 	switch m {
-	case CountLaplace, WeightedLaplace, PolicyLaplace, GreedyFrequency, GreedyPublic:
+	case CountLaplace, WeightedLaplace, PolicyLaplace:
 		return Laplace
 	case SingleItem:
 		return Exact
-	default:
-		return Gaussian
 	}
+	if m.greedy() {
+		return Laplace
+	}
+	return Gaussian
 }
 
 // Sequential reports whether m's update depends on the histogram built by
@@ -119,16 +98,18 @@ func (m Mechanism) Noise() Noise {
 // user order part of the mechanism. Parallel mechanisms ignore the order.
 func (m Mechanism) Sequential() bool {
 	switch m {
-	case PolicyLaplace, PolicyGaussianL2, PolicyGaussianL1, GreedyFrequency, GreedyPublic:
+	case PolicyLaplace, PolicyGaussianL2, PolicyGaussianL1:
 		return true
 	}
-	return false
+	return m.greedy()
 }
 
-// Bounded reports whether m samples at most Δ0 items per user. The greedy
-// mechanisms need no Δ0 (Carvalho et al. 2022, §3.3); single_item keeps one.
+// Bounded reports whether m keeps at most Δ0 items per user: sampled
+// uniformly, or for the greedy mechanisms the Δ0 items of highest priority.
+// Only the unproven greedy rules as published skip the bound (Carvalho et al.
+// 2022, §3.3); single_item keeps one.
 func (m Mechanism) Bounded() bool {
-	return m != GreedyFrequency && m != GreedyPublic
+	return m != GreedyFrequencyUnproven && m != GreedyPublicUnproven
 }
 
 // DefaultAlpha is the cutoff parameter α of the papers' best settings: 3 for
@@ -138,7 +119,10 @@ func (m Mechanism) DefaultAlpha() float64 {
 	switch m {
 	case PolicyGaussianL1:
 		return 5
-	case PolicyLaplace, PolicyGaussianL2, GreedyFrequency, GreedyPublic:
+	case PolicyLaplace, PolicyGaussianL2:
+		return 3
+	}
+	if m.greedy() {
 		return 3
 	}
 	return 0
@@ -155,6 +139,29 @@ func (m Mechanism) Disabled() error {
 	}
 	return nil
 }
+
+// Unproven returns why m has no privacy proof that dpsql stands behind, or
+// nil when it has one (every mechanism whose proof sketch is in the package
+// documentation). A disabled mechanism is unproven too (its proof is known to
+// be false). Validate refuses an unproven mechanism unless
+// Options.AllowUnproven is set; a server should set it only when its
+// configuration explicitly enables unproven mechanisms, and a batch command
+// should warn.
+func (m Mechanism) Unproven() error {
+	if err := m.Disabled(); err != nil {
+		return err
+	}
+	switch m {
+	case GreedyFrequencyUnproven, GreedyPublicUnproven:
+		return fmt.Errorf("mechanism %s is unproven: Carvalho et al.'s Lemma 2 (only the added user's items can newly get positive weight) is false for the greedy update — "+
+			"a later user whose budget ran out in D spends leftover budget on zero-weight items in D′ (1.21·δ at ε = 1, δ = 1e-6 for a fixed user order), "+
+			"and no proof covers the random user order; use %s, the proven variant", m, strings.TrimSuffix(string(m), "_unproven"))
+	}
+	return nil
+}
+
+// Proven reports whether m has a privacy proof (Unproven returns nil).
+func (m Mechanism) Proven() bool { return m.Unproven() == nil }
 
 // Limits on options that keep calibration cheap and arithmetic exact.
 const (
@@ -173,7 +180,8 @@ type Options struct {
 	Epsilon float64
 	// Delta is the privacy parameter δ ∈ (0, 1).
 	Delta float64
-	// MaxItems is Δ0 ≥ 1, the most items kept per user. Ignored by the greedy
+	// MaxItems is Δ0 ≥ 1, the most items kept per user, or AutoMaxItems (0)
+	// to choose it privately from the data. Ignored by the unproven greedy
 	// mechanisms (no bound) and by single_item (always 1).
 	MaxItems int
 	// Alpha sets the cutoff Γ = ρ + α·(λ or σ) of the policies and greedy
@@ -185,23 +193,62 @@ type Options struct {
 	// (item -> frequency; unseen items count 1). It must not be derived from
 	// the protected data.
 	Public map[string]float64
+	// AllowUnproven lets Validate accept a mechanism without a privacy proof
+	// (Mechanism.Unproven). Leave it false unless the operator explicitly
+	// enabled unproven mechanisms; disabled mechanisms stay refused.
+	AllowUnproven bool
 
 	// unsafeResearch lets this package's own tests run a disabled mechanism
 	// to measure it; it cannot be set from outside.
 	unsafeResearch bool
 }
 
-// Default values of Defaults.
+// Default values of Defaults, chosen by measurement (issue 16; the table is
+// in README and TestReferenceTable): dp_sips with Δ0 chosen privately
+// beats or matches the best tuned reference configuration on every shared
+// corpus, and on few-items-per-user data matches or beats the former default
+// policy_gaussian_l2 with Δ0 = 100.
 const (
-	DefaultMechanism = PolicyGaussianL2
+	DefaultMechanism = DPSIPS
 	DefaultEpsilon   = 1.0
 	DefaultDelta     = 1e-6
-	DefaultMaxItems  = 100
+	DefaultMaxItems  = AutoMaxItems
 	DefaultRounds    = 3
 )
 
-// Defaults returns the default options: policy_gaussian_l2, ε = 1, δ = 1e-6,
-// Δ0 = 100, α = the mechanism's default, 3 DP-SIPS rounds.
+// AutoMaxItems as Options.MaxItems asks the release to choose Δ0 privately
+// from the data (see the package documentation, "Choosing Δ0 privately"):
+// AutoMaxItemsShare of the Gaussian budget pays for MaxItemsTests noisy
+// tests that find the smallest value of MaxItemsGrid that truncates about
+// AutoMaxItemsTruncate of the users, capped at AutoMaxItemsCap. Only the
+// Gaussian mechanisms (count_gaussian, weighted_gaussian, policy_gaussian_l2,
+// dp_sips) can pay for it; the others use FixedMaxItems instead.
+const AutoMaxItems = 0
+
+// Parameters of the private choice of Δ0.
+const (
+	// AutoMaxItemsShare is the share of the Gaussian budget μ² = 1/σ*² spent
+	// on choosing Δ0.
+	AutoMaxItemsShare = 0.02
+	// AutoMaxItemsTruncate is the target share of users with more than Δ0
+	// distinct items.
+	AutoMaxItemsTruncate = 0.03
+	// AutoMaxItemsCap bounds the chosen Δ0 (and is the Δ0 at which `dpsql
+	// params` reports thresholds before any data is seen).
+	AutoMaxItemsCap = 1000
+	// FixedMaxItems is the Δ0 of the mechanisms that cannot choose it
+	// privately (the Laplace ones, greedy, single_item) when MaxItems is
+	// AutoMaxItems.
+	FixedMaxItems = 100
+)
+
+// SIPSRatio is the geometric ratio of the DP-SIPS budget fractions,
+// f_r ∝ SIPSRatio^(R−1−r): later rounds get more. Measured best on the shared
+// corpora among 0.05–1 (Swanberg et al. suggest 0.3).
+const SIPSRatio = 0.2
+
+// Defaults returns the default options: dp_sips, ε = 1, δ = 1e-6, Δ0 chosen
+// privately (AutoMaxItems), 3 rounds, α = the mechanism's default.
 func Defaults() Options {
 	return Options{
 		Mechanism: DefaultMechanism,
@@ -210,6 +257,40 @@ func Defaults() Options {
 		MaxItems:  DefaultMaxItems,
 		Rounds:    DefaultRounds,
 	}
+}
+
+// SIPSGaussianShare is the share of δ that dp_sips gives its Gaussian part;
+// the thresholds get the rest. A small threshold share matters when many
+// releases are accounted together: under zCDP the Gaussian parts compose
+// sub-linearly, the thresholds' δ_T add up (package accounting). Measured on
+// the shared corpora, 0.8 releases as many keys as the papers' ½ (TestSweepRounds).
+const SIPSGaussianShare = 0.8
+
+// DeltaSplit returns how m splits δ between its noise, δ_G, and its
+// thresholds, δ_T (δ_G + δ_T = δ): ½/½ for the Gaussian mechanisms of the
+// papers, SIPSGaussianShare for dp_sips, all to the thresholds for the
+// Laplace and greedy mechanisms (their noise is pure ε-DP), and all to the
+// mechanism for single_item (no threshold event).
+func (m Mechanism) DeltaSplit(delta float64) (deltaG, deltaT float64) {
+	switch {
+	case m == DPSIPS:
+		return SIPSGaussianShare * delta, (1 - SIPSGaussianShare) * delta
+	case m == SingleItem:
+		return delta, 0
+	case m.Noise() == Gaussian:
+		return delta / 2, delta / 2
+	}
+	return 0, delta
+}
+
+// AutoCapable reports whether m can choose Δ0 privately (AutoMaxItems): its
+// noise is Gaussian, so the choice is paid from the same Gaussian budget.
+func (m Mechanism) AutoCapable() bool {
+	switch m {
+	case CountGaussian, WeightedGaussian, PolicyGaussianL2, DPSIPS:
+		return true
+	}
+	return false
 }
 
 // Float returns a pointer to v, for Options.Alpha.
@@ -232,14 +313,17 @@ func (o Options) Validate() error {
 	if err := o.Mechanism.Disabled(); err != nil && !o.unsafeResearch {
 		return err
 	}
+	if err := o.Mechanism.Unproven(); err != nil && !o.AllowUnproven && !o.unsafeResearch {
+		return fmt.Errorf("%w (to run it anyway, without a privacy guarantee, an operator must enable unproven mechanisms explicitly, e.g. dpsql union --allow-unproven)", err)
+	}
 	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
 		return fmt.Errorf("epsilon must be a finite number greater than 0, got %v", o.Epsilon)
 	}
 	if !(o.Delta > 0 && o.Delta < 1) {
 		return fmt.Errorf("delta must be greater than 0 and less than 1, got %v", o.Delta)
 	}
-	if o.MaxItems < 1 || o.MaxItems > MaxMaxItems {
-		return fmt.Errorf("max_items must be an integer from 1 to %d, got %d", MaxMaxItems, o.MaxItems)
+	if o.MaxItems < 0 || o.MaxItems > MaxMaxItems {
+		return fmt.Errorf("max_items must be an integer from 1 to %d, or 0 to choose it privately from the data, got %d", MaxMaxItems, o.MaxItems)
 	}
 	if o.Alpha != nil && (!(*o.Alpha >= 0) || math.IsInf(*o.Alpha, 0)) {
 		return fmt.Errorf("alpha must be a finite number ≥ 0, got %v", *o.Alpha)
@@ -247,8 +331,11 @@ func (o Options) Validate() error {
 	if o.Rounds < 1 || o.Rounds > MaxRounds {
 		return fmt.Errorf("rounds must be an integer from 1 to %d, got %d", MaxRounds, o.Rounds)
 	}
-	if o.Mechanism == GreedyPublic && o.Public == nil {
-		return fmt.Errorf("mechanism greedy_public needs a public frequency table (item -> count) that is not derived from the protected data")
+	if err := o.checkCost(); err != nil {
+		return err
+	}
+	if o.Mechanism.publicPriority() && o.Public == nil {
+		return fmt.Errorf("mechanism %s needs a public frequency table (item -> count) that is not derived from the protected data", o.Mechanism)
 	}
 	for item, f := range o.Public {
 		if !(f >= 0) || math.IsInf(f, 0) {

@@ -139,13 +139,13 @@ func TestDPSIPSReleaseProbability(t *testing.T) {
 	const trials = 3000
 	hits := releaseFrequency(t, o, n, trials, 300)
 	checkBinomial(t, "dp_sips", hits, trials, 1-miss)
-	// Composition: Σ 1/σ_r² = 1/σ*², Σ δ_r = δ.
+	// Composition: Σ 1/σ_r² = 1/σ*², Σ δ_r = δ_T (the thresholds' share).
 	inv, dsum := 0.0, 0.0
 	for _, rd := range cal.Rounds {
 		inv += 1 / (rd.Sigma * rd.Sigma)
 		dsum += rd.Delta
 	}
-	if math.Abs(inv*cal.Scale*cal.Scale-1) > 1e-12 || math.Abs(dsum-o.Delta) > 1e-18 {
+	if math.Abs(inv*cal.Scale*cal.Scale-1) > 1e-12 || math.Abs(dsum-cal.ThresholdDelta) > 1e-18 || math.Abs(cal.ThresholdDelta-(1-SIPSGaussianShare)*o.Delta) > 1e-18 {
 		t.Errorf("rounds do not compose: Σ1/σ_r² · σ*² = %v, Σδ_r = %v", inv*cal.Scale*cal.Scale, dsum)
 	}
 	if !(cal.Rounds[0].Sigma > cal.Rounds[2].Sigma) {
@@ -208,7 +208,8 @@ func TestReleaseBasics(t *testing.T) {
 		}
 		o := Defaults()
 		o.Mechanism, o.Epsilon, o.Delta, o.MaxItems = m, 2, 1e-6, 10
-		if m == GreedyPublic {
+		o.AllowUnproven = true
+		if m.publicPriority() {
 			o.Public = map[string]float64{"common00": 1000}
 		}
 		build := func() *Builder {
@@ -278,9 +279,9 @@ func TestBoundingIsUniform(t *testing.T) {
 // TestGreedyOrder: GW spends the budget on the user's most frequent item
 // first; GW-KT on the item most frequent in the public table.
 func TestGreedyOrder(t *testing.T) {
-	for _, m := range []Mechanism{GreedyFrequency, GreedyPublic} {
+	for _, m := range []Mechanism{GreedyFrequency, GreedyPublic, GreedyFrequencyUnproven, GreedyPublicUnproven} {
 		o := Defaults()
-		o.Mechanism = m
+		o.Mechanism, o.AllowUnproven = m, true
 		o.Public = map[string]float64{"b": 50}
 		b, _ := NewBuilder(o)
 		b.Add("u", "a")
@@ -290,14 +291,18 @@ func TestGreedyOrder(t *testing.T) {
 		b.Add("u", "c")
 		b.Group()
 		key := [2]uint64{1, 2}
-		h := b.histogram(securerand.NewSeeded(1), key, []uint32{0}, m, b.cal.Gamma, nil)
+		h := b.histogram(securerand.NewSeeded(1), key, []uint32{0}, m, b.cal.Gamma, b.cal.MaxItems, nil)
 		want := "a"
-		if m == GreedyPublic {
+		if m.publicPriority() {
 			want = "b"
+		}
+		floor := 0.0 // the proven rules give every item η/|W| first
+		if m.Proven() {
+			floor = GreedyFloor / 3
 		}
 		for i, w := range h.W {
 			name := b.itemNames[i]
-			if (name == want) != (w == 1) || (name != want && w != 0) {
+			if (name == want && math.Abs(w-(1-2*floor)) > 1e-15) || (name != want && w != floor) {
 				t.Errorf("%s: weights %v for items %v, want all budget on %q", m, h.W, b.itemNames, want)
 				break
 			}
@@ -318,12 +323,14 @@ func TestOptionsErrors(t *testing.T) {
 		{func(o *Options) { o.Epsilon = math.NaN() }, "epsilon"},
 		{func(o *Options) { o.Delta = 0 }, "delta must be greater than 0 and less than 1"},
 		{func(o *Options) { o.Delta = 1 }, "delta must be greater than 0 and less than 1"},
-		{func(o *Options) { o.MaxItems = 0 }, "max_items must be an integer from 1 to 1000000"},
+		{func(o *Options) { o.MaxItems = -1 }, "max_items must be an integer from 1 to 1000000, or 0"},
 		{func(o *Options) { o.Alpha = Float(-1) }, "alpha must be a finite number ≥ 0"},
 		{func(o *Options) { o.Rounds = 0 }, "rounds must be an integer from 1 to 100"},
 		{func(o *Options) { o.Mechanism = "nope" }, `unknown mechanism "nope": use one of count_laplace`},
 		{func(o *Options) { o.Mechanism = GreedyPublic }, "greedy_public needs a public frequency table"},
 		{func(o *Options) { o.Mechanism = PolicyGaussianL1 }, "policy_gaussian_l1 is disabled"},
+		{func(o *Options) { o.Mechanism = PolicyGaussianL1; o.AllowUnproven = true }, "policy_gaussian_l1 is disabled"},
+		{func(o *Options) { o.Mechanism = GreedyFrequencyUnproven }, "greedy_frequency_unproven is unproven"},
 	}
 	for _, c := range cases {
 		o := base
@@ -351,6 +358,10 @@ func TestCalibrateAll(t *testing.T) {
 		o := Defaults()
 		o.Mechanism = m
 		o.Public = map[string]float64{}
+		if _, err := Calibrate(o); m.Proven() != (err == nil) {
+			t.Errorf("%s: proven %v, but Calibrate without AllowUnproven returned %v", m, m.Proven(), err)
+		}
+		o.AllowUnproven = true
 		c, err := Calibrate(o)
 		if m.Disabled() != nil {
 			if err == nil {

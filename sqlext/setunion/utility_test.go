@@ -91,7 +91,7 @@ func TestUtilityAgainstReference(t *testing.T) {
 			row{PolicyGaussianL1, 5, d0, 0},
 		)
 	}
-	rows = append(rows, row{GreedyFrequency, 3, 0, 711})
+	rows = append(rows, row{GreedyFrequencyUnproven, 3, 0, 711}, row{GreedyFrequency, 3, 10, 0}, row{GreedyFrequency, 3, 30, 0}, row{GreedyFrequency, 3, 100, 0})
 	const seeds = 3
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n%-30s %5s %6s %10s %10s %8s\n", "mechanism", "alpha", "Δ0", "reference", "dpsql", "diff")
@@ -106,6 +106,7 @@ func TestUtilityAgainstReference(t *testing.T) {
 			o.Alpha = Float(r.alpha)
 		}
 		o.unsafeResearch = r.m == PolicyGaussianL1 // measured for the record only; disabled in production
+		o.AllowUnproven = r.m == GreedyFrequencyUnproven
 		sum := 0.0
 		for s := uint64(1); s <= seeds; s++ {
 			sum += float64(len(p.release(t, o, s).Items))

@@ -1,0 +1,110 @@
+package gmsfix
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
+	"github.com/dolthub/go-mysql-server/sql/types"
+)
+
+// ERWarnAllowedPacketOverflowed is MySQL's warning 1301: a string function's
+// result would be longer than max_allowed_packet, so it is NULL.
+const ERWarnAllowedPacketOverflowed = 1301
+
+// preSizes are the functions whose result can be much larger than their
+// arguments (REPEAT, SPACE, LPAD, RPAD, REPLACE): Guarded computes the size
+// of their result from the argument values before calling them and returns
+// NULL with warning 1301, as MySQL does beyond max_allowed_packet, instead
+// of building a value beyond its limit. go-mysql-server v0.20.0 builds the
+// result whatever its size, so that any account could stop the whole server
+// with one statement such as SELECT REPEAT(REPEAT('xxxxxxxxxx', 1000000),
+// 2000000): the 20 TB allocation is a fatal out-of-memory error, which no
+// recover catches.
+var preSizes = map[reflect.Type]sizeFunc{
+	reflect.TypeFor[*function.Repeat]():  repeatSize,
+	reflect.TypeFor[*function.Space]():   spaceSize,
+	reflect.TypeFor[*function.Pad]():     padSize,
+	reflect.TypeFor[*function.Replace](): replaceSize,
+}
+
+// sizeFunc returns an upper bound, in bytes, of a function's result for
+// non-NULL argument values, and false when the values do not convert (the
+// function then reports the problem).
+type sizeFunc func(ctx *sql.Context, vals []any) (uint64, bool)
+
+func textLen(ctx *sql.Context, v any) (uint64, bool) {
+	s, _, err := types.LongText.Convert(ctx, v)
+	if err != nil {
+		return 0, false
+	}
+	str, ok := s.(string)
+	return uint64(len(str)), ok
+}
+
+func count(ctx *sql.Context, v any) (int64, bool) {
+	n, _, err := types.Int64.Convert(ctx, v)
+	if err != nil {
+		return 0, false
+	}
+	i, ok := n.(int64)
+	return i, ok
+}
+
+// mulSat multiplies without overflowing (saturating at the maximum).
+func mulSat(a, b uint64) uint64 {
+	if a != 0 && b > ^uint64(0)/a {
+		return ^uint64(0)
+	}
+	return a * b
+}
+
+// repeatSize: len(str) × count.
+func repeatSize(ctx *sql.Context, vals []any) (uint64, bool) {
+	l, ok1 := textLen(ctx, vals[0])
+	n, ok2 := count(ctx, vals[1])
+	if !ok1 || !ok2 || n < 0 {
+		return 0, false
+	}
+	return mulSat(l, uint64(n)), true
+}
+
+// spaceSize: count.
+func spaceSize(ctx *sql.Context, vals []any) (uint64, bool) {
+	n, ok := count(ctx, vals[0])
+	if !ok || n < 0 {
+		return 0, false
+	}
+	return uint64(n), true
+}
+
+// padSize: the result has len characters, of at most 4 bytes each.
+func padSize(ctx *sql.Context, vals []any) (uint64, bool) {
+	n, ok := count(ctx, vals[1])
+	if !ok || n < 0 {
+		return 0, false
+	}
+	return mulSat(uint64(n), 4), true
+}
+
+// replaceSize: len(str) + occurrences × (len(to) − len(from)), exactly.
+func replaceSize(ctx *sql.Context, vals []any) (uint64, bool) {
+	var s [3]string
+	for i := range s {
+		v, _, err := types.LongText.Convert(ctx, vals[i])
+		if err != nil {
+			return 0, false
+		}
+		str, ok := v.(string)
+		if !ok {
+			return 0, false
+		}
+		s[i] = str
+	}
+	if s[1] == "" || len(s[2]) <= len(s[1]) {
+		return uint64(len(s[0])), true
+	}
+	k := uint64(strings.Count(s[0], s[1]))
+	return uint64(len(s[0])) + mulSat(k, uint64(len(s[2])-len(s[1]))), true
+}

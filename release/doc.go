@@ -1,0 +1,29 @@
+// Package release owns the lifecycle of a private release over a protected
+// table in dpsql's SQL engine: the budget contract with the governed server
+// (Governor, Request), the context that marks a release's own table scan
+// (Context, InRelease) and the storage guard that refuses every other read
+// of protected rows (ScanGuard, ErrAccess), the canonical MySQL text of a
+// value (Texter), and the scan itself (Scan): it reads the table in a
+// release context and evaluates the analyst's row filter, keys and privacy
+// unit in a sealed evaluation (package sealed), handing each row's (privacy
+// unit, key) to the privacy core.
+//
+// Every form of release — the planner's private SELECT DISTINCT and GROUP
+// BY, DP_SET_UNION over a protected table, the DP_NGRAMS table function —
+// runs through Scan, so that what a release evaluates, and what it can
+// leak, is decided in one place. The lifecycle of one release is:
+//
+//  1. planning: the analyst's expressions are compiled (NewScan: the
+//     allow-list refuses what may not run, before anything is charged),
+//     and the governor's Check refuses a release over budget;
+//  2. execution: Charge records every Request of the statement durably,
+//     before any row is read;
+//  3. Scan.Run reads the rows, evaluates them sealed, and calls the sink
+//     with each row that passes the filter; a row whose evaluation fails
+//     is skipped, as a filtered-out row;
+//  4. the caller runs the mechanism (package setunion, ngrams) and returns
+//     only the released keys.
+//
+// See docs/architecture.md for the layering and docs/privacy.md for why
+// each step keeps the release differentially private.
+package release

@@ -1,0 +1,262 @@
+package release
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/transform"
+
+	"github.com/dpsql/dpsql/release/sealed"
+)
+
+// Expr is one of the analyst's expressions of a release, with the part of
+// the statement it comes from (for errors: "WHERE clause", "selected
+// columns", "DP_SET_UNION item").
+type Expr struct {
+	E     sql.Expression
+	Where string
+}
+
+// Scan is a release's compiled scan of one protected table: the privacy
+// unit column, an optional row filter and the keys (or items) of the
+// release, all evaluated sealed.
+type Scan struct {
+	db, name string
+	table    sql.Table
+	prog     *sealed.Program
+	unit     int // program index of the privacy unit
+	filter   int // program index of the filter; -1 without one
+	keys     []int
+}
+
+// NewScan compiles a scan of db.name (table, the table as its provider
+// serves it) for a release. unitCol is the privacy-unit column; filter (may
+// have a nil E) and keys are the analyst's expressions, whose column
+// references index the table's full schema. Expressions the allow-list
+// refuses, and constants that fail, are errors (MySQL 1142) returned before
+// anything is charged.
+func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string, filter Expr, keys []Expr, lim sealed.Limits) (*Scan, error) {
+	sch := table.Schema()
+	ui := sch.IndexOfColName(unitCol)
+	if ui < 0 {
+		return nil, fmt.Errorf("protected table %s.%s has no privacy-unit column %q", db, name, unitCol)
+	}
+	uc := sch[ui]
+	all := []Expr{{E: expression.NewGetFieldWithTable(ui, 0, uc.Type, db, name, uc.Name, uc.Nullable), Where: "privacy unit"}}
+	s := &Scan{db: db, name: name, unit: 0, filter: -1}
+	if filter.E != nil {
+		s.filter = len(all)
+		all = append(all, filter)
+	}
+	for _, k := range keys {
+		s.keys = append(s.keys, len(all))
+		all = append(all, k)
+	}
+	// Each expression alone first, so that an error names its place.
+	for _, e := range all {
+		if _, err := sealed.Compile(ctx, []sql.Expression{e.E}, len(sch), lim); err != nil {
+			return nil, ErrNotAllowed(db, name, e.Where, err)
+		}
+	}
+	table, exprs, ncols, err := project(table, all)
+	if err != nil {
+		return nil, err
+	}
+	s.table = table
+	s.prog, err = sealed.Compile(ctx, exprs, ncols, lim)
+	if err != nil {
+		return nil, ErrNotAllowed(db, name, "release", err)
+	}
+	return s, nil
+}
+
+// project narrows the table to the columns the expressions read, when its
+// provider can, and rebinds the column references to the narrowed rows.
+func project(table sql.Table, all []Expr) (sql.Table, []sql.Expression, int, error) {
+	sch := table.Schema()
+	exprs := make([]sql.Expression, len(all))
+	for i, e := range all {
+		exprs[i] = e.E
+	}
+	pt, ok := table.(sql.ProjectedTable)
+	if !ok {
+		return table, exprs, len(sch), nil
+	}
+	used := map[int]bool{}
+	for _, e := range exprs {
+		transform.InspectExpr(e, func(e sql.Expression) bool {
+			if gf, ok := e.(*expression.GetField); ok {
+				used[gf.Index()] = true
+			}
+			return false
+		})
+	}
+	var cols []int
+	for i := range used {
+		cols = append(cols, i)
+	}
+	slices.Sort(cols)
+	names := make([]string, len(cols))
+	newIdx := map[int]int{}
+	for j, i := range cols {
+		names[j] = sch[i].Name
+		newIdx[i] = j
+	}
+	narrowed := pt.WithProjections(names)
+	// The provider must return the columns in the order asked.
+	nsch := narrowed.Schema()
+	if len(nsch) != len(names) {
+		return table, exprs, len(sch), nil
+	}
+	for j, n := range names {
+		if !strings.EqualFold(nsch[j].Name, n) {
+			return table, exprs, len(sch), nil
+		}
+	}
+	for k, e := range exprs {
+		ne, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			gf, ok := e.(*expression.GetField)
+			if !ok {
+				return e, transform.SameTree, nil
+			}
+			return gf.WithIndex(newIdx[gf.Index()]), transform.NewTree, nil
+		})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		exprs[k] = ne
+	}
+	return narrowed, exprs, len(names), nil
+}
+
+// Keys returns the number of keys of the scan.
+func (s *Scan) Keys() int { return len(s.keys) }
+
+// KeyType returns the type of key i.
+func (s *Scan) KeyType(i int) sql.Type { return s.prog.Type(s.keys[i]) }
+
+// Row is the sealed view of one row that passed the filter: its privacy
+// unit's text and its keys. It is valid during the sink call only.
+type Row struct {
+	ev      *sealed.Evaluator
+	s       *Scan
+	unit    []byte
+	texters []*Texter
+}
+
+// Unit returns the MySQL text of the row's privacy unit (never empty).
+func (r *Row) Unit() []byte { return r.unit }
+
+// Key returns the value of key i; ok is false when its evaluation failed
+// (a NULL key is ok with a nil value).
+func (r *Row) Key(i int) (v any, ok bool) { return r.ev.Value(r.s.keys[i]) }
+
+// KeyText returns the MySQL text of key i (valid until the next call for
+// the same key), or ok = false when it is NULL or failed.
+func (r *Row) KeyText(i int) (b []byte, ok bool) {
+	v, ok := r.Key(i)
+	if !ok || v == nil {
+		return nil, false
+	}
+	s, b := r.texters[i].Text(r.ev.Context(), v)
+	if b == nil {
+		b = []byte(s)
+	}
+	return b, true
+}
+
+// Context returns the sealed context of the scan, for conversions of the
+// row's values.
+func (r *Row) Context() *sql.Context { return r.ev.Context() }
+
+// Run reads every row of the table under a release context, evaluates the
+// program sealed, and calls sink with every row that passes the filter and
+// whose privacy unit is neither NULL nor empty. Rows whose evaluation fails
+// or panics are skipped. It checks ctx for cancellation every few hundred
+// rows; errors are those of the table's iterator and of cancellation, never
+// of the evaluation.
+func (s *Scan) Run(ctx *sql.Context, sink func(*Row)) error {
+	ev := s.prog.NewEvaluator(ctx)
+	sctx := ev.Context()
+	r := &Row{ev: ev, s: s, texters: make([]*Texter, len(s.keys))}
+	for i, k := range s.keys {
+		r.texters[i] = NewTexter(s.prog.Type(k))
+	}
+	unitText := NewTexter(s.prog.Type(s.unit))
+	var ubuf []byte
+	each := func(row sql.Row) {
+		defer func() { _ = recover() }() // a panic skips the row
+		if !ev.Row(row) {
+			return
+		}
+		if s.filter >= 0 {
+			v, ok := ev.Value(s.filter)
+			if !ok || v == nil {
+				return
+			}
+			b, err := sql.ConvertToBool(sctx, v)
+			if err != nil || !b {
+				return
+			}
+		}
+		u, ok := ev.Value(s.unit)
+		if !ok || u == nil {
+			return
+		}
+		ubuf = unitText.Append(sctx, ubuf[:0], u)
+		if len(ubuf) == 0 {
+			return
+		}
+		r.unit = ubuf
+		sink(r)
+	}
+	return scanTable(Context(ctx), s.table, each)
+}
+
+// scanTable calls fn for every row of table, checking ctx for cancellation
+// every 256 rows.
+func scanTable(ctx *sql.Context, table sql.Table, fn func(sql.Row)) error {
+	parts, err := table.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	defer parts.Close(ctx)
+	n := 0
+	for {
+		p, err := parts.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := table.PartitionRows(ctx, p)
+		if err != nil {
+			return err
+		}
+		for {
+			if n++; n&255 == 0 {
+				if err := ctx.Err(); err != nil {
+					rows.Close(ctx)
+					return err
+				}
+			}
+			row, err := rows.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				rows.Close(ctx)
+				return err
+			}
+			fn(row)
+		}
+		if err := rows.Close(ctx); err != nil {
+			return err
+		}
+	}
+}

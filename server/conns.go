@@ -1,0 +1,206 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/netutil"
+)
+
+// connGuard keeps connections within Limits: a connection must
+// authenticate within HandshakeTimeout; at most MaxPendingHandshakes wait
+// for it (the oldest is closed to admit a new one, so that a flood of idle
+// sockets cannot lock legitimate clients out); authenticated connections
+// are at most MaxConnections, AdminConnections of them kept for
+// administrators, and MaxConnectionsPerAccount per account.
+//
+// The guard keeps a record per connection but hands vitess the accepted
+// connection itself: go-mysql-server notices a client that disconnects
+// during a query only on a *net.TCPConn (optionally in vitess's
+// ConnWithTimeouts), and cancels the query then. The record is released
+// when vitess reports the connection closed (closeHandler) or the guard
+// closes it.
+type connGuard struct {
+	lim     Limits
+	isAdmin func(user string) bool
+
+	mu      sync.Mutex
+	pending []*guardedConn // not authenticated, oldest first
+	conns   map[net.Conn]*guardedConn
+	authed  int
+	perUser map[string]int
+}
+
+func newConnGuard(lim Limits, isAdmin func(string) bool) *connGuard {
+	if isAdmin == nil {
+		isAdmin = func(string) bool { return false }
+	}
+	return &connGuard{lim: lim, isAdmin: isAdmin, conns: map[net.Conn]*guardedConn{}, perUser: map[string]int{}}
+}
+
+// guardedListener accepts connections for a connGuard. Unlike the listener
+// of vitess, which stops accepting for good on the first error (a process
+// out of file descriptors stopped serving), it retries temporary errors
+// with a backoff.
+type guardedListener struct {
+	net.Listener
+	g *connGuard
+}
+
+func (l *guardedListener) Accept() (net.Conn, error) {
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || !retryable(err) {
+				return nil, err
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		return l.g.accept(c), nil
+	}
+}
+
+// retryable reports whether an Accept error is temporary (too many open
+// files, a connection reset before it was accepted, a timeout).
+func retryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
+}
+
+// guardedConn is the guard's record of one connection.
+type guardedConn struct {
+	net.Conn
+	g        *connGuard
+	deadline time.Time
+	authed   atomic.Bool
+	user     string
+	released sync.Once
+}
+
+// accept registers c as pending, closing the oldest pending connection
+// beyond MaxPendingHandshakes, and returns c itself.
+func (g *connGuard) accept(c net.Conn) net.Conn {
+	gc := &guardedConn{Conn: c, g: g, deadline: time.Now().Add(g.lim.HandshakeTimeout)}
+	_ = c.SetDeadline(gc.deadline)
+	var evict *guardedConn
+	g.mu.Lock()
+	g.pending = append(g.pending, gc)
+	g.conns[c] = gc
+	if len(g.pending) > g.lim.MaxPendingHandshakes {
+		evict = g.pending[0]
+	}
+	g.mu.Unlock()
+	if evict != nil {
+		evict.close()
+	}
+	time.AfterFunc(g.lim.HandshakeTimeout, func() {
+		if !gc.authed.Load() {
+			gc.close()
+		}
+	})
+	return c
+}
+
+// rawConn returns the connection vitess was given for c.
+func rawConn(c *mysql.Conn) net.Conn {
+	if w, ok := c.Conn.(netutil.ConnWithTimeouts); ok {
+		return w.Conn
+	}
+	return c.Conn
+}
+
+// authenticated is called when user authenticated on c: it counts the
+// connection, or refuses it (MySQL error 1040 or 1203) when it would exceed
+// a limit.
+func (g *connGuard) authenticated(c *mysql.Conn, user string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gc := g.conns[rawConn(c)]
+	if gc == nil {
+		return nil // not one of ours (a listener given by an embedder)
+	}
+	admin := g.isAdmin(user)
+	switch {
+	case g.authed >= g.lim.MaxConnections:
+		return mysql.NewSQLError(mysql.ERConCount, "08004", "Too many connections: %d are open (limits.max_connections in the server's configuration)", g.authed)
+	case !admin && g.authed >= g.lim.MaxConnections-g.lim.AdminConnections:
+		return mysql.NewSQLError(mysql.ERConCount, "08004", "Too many connections: the remaining %d are kept for administrators (limits.max_connections, limits.admin_connections in the server's configuration)", g.lim.MaxConnections-g.authed)
+	case g.perUser[user] >= g.lim.MaxConnectionsPerAccount:
+		return mysql.NewSQLError(mysql.ERTooManyUserConnections, "42000", "User '%s' already has %d connections (limits.max_connections_per_account in the server's configuration)", user, g.perUser[user])
+	}
+	g.removePending(gc)
+	gc.user = user
+	gc.authed.Store(true)
+	g.authed++
+	g.perUser[user]++
+	_ = gc.Conn.SetDeadline(time.Time{})
+	return nil
+}
+
+func (g *connGuard) removePending(gc *guardedConn) {
+	for i, p := range g.pending {
+		if p == gc {
+			g.pending = append(g.pending[:i], g.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// closed releases the record of c, which vitess closed.
+func (g *connGuard) closed(c *mysql.Conn) {
+	g.mu.Lock()
+	gc := g.conns[rawConn(c)]
+	g.mu.Unlock()
+	if gc != nil {
+		gc.release()
+	}
+}
+
+// release gives back the connection's place, once.
+func (c *guardedConn) release() {
+	c.released.Do(func() {
+		g := c.g
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if c.authed.Load() {
+			g.authed--
+			if g.perUser[c.user]--; g.perUser[c.user] <= 0 {
+				delete(g.perUser, c.user)
+			}
+		} else {
+			g.removePending(c)
+		}
+		if g.conns[c.Conn] == c {
+			delete(g.conns, c.Conn)
+		}
+	})
+}
+
+// close closes the connection and releases its place.
+func (c *guardedConn) close() {
+	c.release()
+	_ = c.Conn.Close()
+}
+
+// closeHandler tells the guard when vitess is done with a connection.
+type closeHandler struct {
+	mysql.Handler
+	g *connGuard
+}
+
+func (h closeHandler) ConnectionClosed(c *mysql.Conn) {
+	h.g.closed(c)
+	h.Handler.ConnectionClosed(c)
+}

@@ -1,0 +1,433 @@
+package dpagg
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+// Value is one row's value for one aggregate; Valid false is SQL NULL.
+type Value struct {
+	Float float64
+	Valid bool
+}
+
+// Float returns a non-NULL Value.
+func Float(x float64) Value { return Value{Float: x, Valid: true} }
+
+// Null is the SQL NULL.
+var Null = Value{}
+
+// Pipeline computes one release in one pass over (privacy unit, key, values)
+// rows. Rows may arrive in any order, a user's rows scattered across the
+// input; rows with an empty privacy unit are dropped silently (a count of
+// dropped rows would itself leak).
+//
+// Memory is proportional to the distinct (user, key) pairs plus the distinct
+// users and keys: per pair one word of key and row count plus one word per
+// COUNT(col) and two per SUM or AVG. Each user's pairs are merged whenever
+// its list has doubled, as in setunion.Builder.
+//
+// A Pipeline is not safe for concurrent use. Release may be called once.
+type Pipeline struct {
+	plan   *Plan
+	cols   []column // one per aggregate
+	stride int      // words per (user, key) entry
+
+	userIdx   map[string]uint32
+	userNames []string
+	keyIdx    map[string]uint32
+	keyNames  []string
+	keyBytes  [][]byte // keyNames[k] as bytes, for setunion.Builder.AddID
+	// lists[u] holds user u's entries, stride words each: word 0 is
+	// key<<32 | rows (saturating), then the aggregates' words (see column).
+	lists [][]uint64
+	clean []int32 // entries in the sorted, merged prefix of lists[u]
+	last  []lastSeen
+	rows  int64
+	pairs int64 // distinct (user, key) pairs, set by group
+	done  bool
+	tot   totals // the release's pre-noise totals, kept for tests
+
+	order, scratch []uint64 // compaction buffers
+}
+
+// column says where an aggregate keeps its per-pair words: for COUNT(col)
+// one word, the non-NULL rows; for SUM and AVG two, the non-NULL rows and
+// the exact sum of the clamped values in units of the row grid h.
+type column struct {
+	kind         Kind
+	off          int // first word, 0 if none
+	lower, upper float64
+	mid          float64 // subtracted from every value: 0 for SUM, the midpoint for AVG
+	h            float64 // row grid
+}
+
+type lastSeen struct {
+	u   uint32
+	pos int32
+}
+
+const noUser = ^uint32(0)
+
+// New validates o, computes its plan and returns an empty pipeline.
+func New(o Options) (*Pipeline, error) {
+	plan, err := Calibrate(o)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{plan: plan, stride: 1, userIdx: map[string]uint32{}, keyIdx: map[string]uint32{}}
+	for i, a := range o.Aggregates {
+		c := column{kind: a.Kind, lower: a.Lower, upper: a.Upper}
+		switch a.Kind {
+		case CountValues:
+			c.off = p.stride
+			p.stride++
+		case Sum, Avg:
+			c.off = p.stride
+			p.stride += 2
+			st := plan.Aggregates[i].Stats
+			c.h = st[len(st)-1].rowGrid
+			if a.Kind == Avg {
+				c.mid = a.Lower + (a.Upper-a.Lower)/2
+			}
+		}
+		p.cols = append(p.cols, c)
+	}
+	return p, nil
+}
+
+// Plan returns the plan the release will use.
+func (p *Pipeline) Plan() *Plan { return p.plan }
+
+// Add records one row: its privacy unit, its group key (the SQL side encodes
+// multi-column keys, NULL included, into bytes) and one value per aggregate,
+// in Options.Aggregates order (the values of COUNT(*) and COUNT(DISTINCT
+// unit) are ignored). NULL values are skipped by COUNT(col), SUM and AVG, as
+// in SQL; so are NaNs; ±Inf are clamped. Add copies what it keeps.
+func (p *Pipeline) Add(unit, key []byte, values []Value) error {
+	if len(values) != len(p.cols) {
+		return fmt.Errorf("dpagg: row has %d values for %d aggregates", len(values), len(p.cols))
+	}
+	if p.done {
+		return errors.New("dpagg: Add after Release")
+	}
+	if len(unit) == 0 {
+		return nil
+	}
+	u, ok := p.userIdx[string(unit)]
+	if !ok {
+		u = uint32(len(p.userNames))
+		name := string(unit)
+		p.userIdx[name] = u
+		p.userNames = append(p.userNames, name)
+		p.lists = append(p.lists, nil)
+		p.clean = append(p.clean, 0)
+	}
+	k, ok := p.keyIdx[string(key)]
+	if !ok {
+		k = uint32(len(p.keyNames))
+		name := string(key)
+		p.keyIdx[name] = k
+		p.keyNames = append(p.keyNames, name)
+		p.keyBytes = append(p.keyBytes, []byte(name))
+		p.last = append(p.last, lastSeen{u: noUser})
+	}
+	p.rows++
+	e := p.entry(u, k)
+	if e[0]&0xffffffff < 0xffffffff {
+		e[0]++
+	}
+	for i, c := range p.cols {
+		if c.off == 0 {
+			continue
+		}
+		v := values[i]
+		if !v.Valid || math.IsNaN(v.Float) {
+			continue
+		}
+		e[c.off]++
+		if c.kind == CountValues {
+			continue
+		}
+		// Clamp, centre (AVG) and round to the row grid: |x/h| ≤ 2^30.
+		x := min(max(v.Float, c.lower), c.upper) - c.mid
+		e[c.off+1] += uint64(int64(math.RoundToEven(x / c.h))) // two's complement: adds as int64
+	}
+	return nil
+}
+
+// entry returns the words of user u's entry for key k, appending a zero
+// entry when the last one seen for k is not u's (duplicates are merged by
+// compaction).
+func (p *Pipeline) entry(u, k uint32) []uint64 {
+	l := p.lists[u]
+	s := p.stride
+	if ls := p.last[k]; ls.u == u && int(ls.pos)*s < len(l) && uint32(l[int(ls.pos)*s]>>32) == k {
+		return l[int(ls.pos)*s : int(ls.pos+1)*s]
+	}
+	pos := len(l) / s
+	l = append(l, uint64(k)<<32)
+	for range s - 1 {
+		l = append(l, 0)
+	}
+	if n := pos + 1; n >= 2*int(p.clean[u])+32 {
+		l = p.compact(l)
+		p.clean[u] = int32(len(l) / s)
+		p.lists[u] = l
+		// The entry moved; find it again (it is unique after compaction).
+		i := sort.Search(len(l)/s, func(i int) bool { return uint32(l[i*s]>>32) >= k })
+		p.last[k] = lastSeen{u: u, pos: int32(i)}
+		return l[i*s : (i+1)*s]
+	}
+	p.lists[u] = l
+	p.last[k] = lastSeen{u: u, pos: int32(pos)}
+	return l[pos*s : (pos+1)*s]
+}
+
+// compact sorts a user's entries by key and merges duplicates: row counts
+// add (saturating at 2^32−1), non-NULL counts and exact sums add. It sorts
+// (key, position) words, then gathers the entries through p.scratch.
+func (p *Pipeline) compact(l []uint64) []uint64 {
+	s := p.stride
+	n := len(l) / s
+	order := p.order[:0]
+	for i := range n {
+		order = append(order, l[i*s]>>32<<32|uint64(i))
+	}
+	slices.Sort(order)
+	p.order = order
+	out := p.scratch[:0]
+	for _, o := range order {
+		e := l[int(uint32(o))*s:][:s]
+		if m := len(out); m > 0 && out[m-s]>>32 == e[0]>>32 {
+			prev := out[m-s : m]
+			r := prev[0]&0xffffffff + e[0]&0xffffffff
+			prev[0] = prev[0]&^0xffffffff | min(r, 0xffffffff)
+			for t := 1; t < s; t++ {
+				prev[t] += e[t]
+			}
+			continue
+		}
+		out = append(out, e...)
+	}
+	p.scratch = out
+	l = l[:copy(l, out)]
+	return l
+}
+
+// group compacts every user's list and counts the pairs.
+func (p *Pipeline) group() {
+	var pairs int64
+	for u, l := range p.lists {
+		if int(p.clean[u])*p.stride != len(l) {
+			l = p.compact(l)
+			p.lists[u] = l
+			p.clean[u] = int32(len(l) / p.stride)
+		}
+		pairs += int64(len(l) / p.stride)
+	}
+	p.pairs = pairs
+}
+
+// totals holds, per statistic (in plan order), the exact per-key totals in
+// units of the statistic's granularity.
+type totals [][]int64
+
+// bound groups the input, keeps for each user the entries that choose
+// returns (its argument is the user's entry indexes; it may reorder and must
+// return at most Δ0 of them), hands every kept (user, key) pair to emit and
+// returns the per-key totals of every statistic. Each user's contribution to
+// each key is a function of that user's own rows only.
+func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u, k uint32)) totals {
+	p.group()
+	nStats := 0
+	for _, a := range p.plan.Aggregates {
+		nStats += len(a.Stats)
+	}
+	tot := make(totals, nStats)
+	for i := range tot {
+		tot[i] = make([]int64, len(p.keyNames))
+	}
+	m := uint64(p.plan.MaxRowsPerGroup)
+	var idx []int32
+	for u, l := range p.lists {
+		s := p.stride
+		idx = idx[:0]
+		for i := range int32(len(l) / s) {
+			idx = append(idx, i)
+		}
+		kept := choose(uint32(u), idx)
+		for _, i := range kept {
+			e := l[int(i)*s : int(i+1)*s]
+			k := uint32(e[0] >> 32)
+			emit(uint32(u), k)
+			si := 0
+			for ai, c := range p.cols {
+				stats := p.plan.Aggregates[ai].Stats
+				switch c.kind {
+				case CountRows:
+					tot[si][k] += int64(min(e[0]&0xffffffff, m))
+				case CountUnits:
+					tot[si][k]++
+				case CountValues:
+					tot[si][k] += int64(min(e[c.off], m))
+				case Sum:
+					tot[si][k] += sumContribution(e[c.off], int64(e[c.off+1]), m, c.h, &stats[0])
+				case Avg:
+					nn := e[c.off]
+					tot[si][k] += int64(min(nn, m))
+					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
+				}
+				si += len(stats)
+			}
+		}
+	}
+	return tot
+}
+
+// sumContribution is one user's contribution to one key's sum, in units of
+// the statistic's granularity g: the user's nn non-NULL clamped (and, for
+// AVG, centred) values, each rounded to the row grid h, sum to sum·h
+// exactly; the contribution is that sum if nn ≤ m, otherwise m times the
+// mean — the expected value of the sum over m rows drawn uniformly without
+// replacement, with none of its randomness. It is rounded to the nearest unit and clamped to ±Units, so
+// the per-key sensitivity is Units whatever floating point does; and it
+// depends only on (nn, sum), exact integers of the user's own rows, so not on
+// the order in which rows arrive.
+func sumContribution(nn uint64, sum int64, m uint64, h float64, s *StatPlan) int64 {
+	if nn == 0 {
+		return 0
+	}
+	total := float64(sum) * h
+	if nn > m {
+		total *= float64(m) / float64(nn)
+	}
+	x := math.RoundToEven(total / s.Granularity)
+	u := float64(s.Units)
+	return int64(min(max(x, -u), u))
+}
+
+// Row is one released key with its noisy aggregates.
+type Row struct {
+	Key string
+	// Values holds one value per aggregate, in Options.Aggregates order:
+	// counts are integers (as float64) clamped at 0; sums are multiples of
+	// their granularity, clamped at 0 when lower ≥ 0 (or upper ≤ 0); averages
+	// are in [lower, upper]. Clamping is post-processing.
+	Values []float64
+}
+
+// Result is the outcome of a release.
+type Result struct {
+	// Rows are the released keys, sorted by key bytes.
+	Rows []Row
+	// Stats describe the input; they are operator-only (see setunion.Stats),
+	// never for an analyst.
+	Stats setunion.Stats
+}
+
+// Release runs the mechanism with randomness from rng (securerand.New() in
+// production): it groups rows by user, samples each user's keys down to Δ0
+// uniformly without replacement (securerand.SampleInPlace, as
+// setunion.Builder does), computes the bounded per-key statistics, selects
+// keys with setunion on the same sampled (user, key) pairs, and adds
+// independent integer noise to the statistics of the selected keys only.
+func (p *Pipeline) Release(rng *rand.Rand) (*Result, error) {
+	if p.done {
+		return nil, errors.New("dpagg: Release called twice")
+	}
+	p.done = true
+	b, err := setunion.NewBuilder(p.plan.setunionOpts)
+	if err != nil {
+		return nil, err
+	}
+	d0 := p.plan.MaxGroupsContributed
+	cur, bu := noUser, uint32(0) // the builder's id of the current user
+	tot := p.bound(
+		func(_ uint32, idx []int32) []int32 { return securerand.SampleInPlace(rng, idx, d0) },
+		func(u, k uint32) {
+			if u != cur {
+				cur = u
+				bu, _ = b.UserID([]byte(p.userNames[u]))
+			}
+			b.AddID(bu, p.keyBytes[k])
+		},
+	)
+	p.tot = tot
+	sel := b.Release(rng)
+	res := &Result{Stats: sel.Stats}
+	res.Stats.Occurrences = p.rows
+	res.Stats.Users = len(p.userNames)
+	res.Stats.DistinctItems = len(p.keyNames)
+	res.Stats.Pairs = p.pairs
+	res.Rows = make([]Row, 0, len(sel.Items))
+	for _, key := range sel.Items {
+		k := p.keyIdx[key]
+		row := Row{Key: key, Values: make([]float64, len(p.plan.Aggregates))}
+		si := 0
+		for ai, a := range p.plan.Aggregates {
+			noisy := make([]int64, len(a.Stats))
+			for j := range a.Stats {
+				v, err := a.Stats[j].addNoise(rng, tot[si+j][k])
+				if err != nil {
+					return nil, err
+				}
+				noisy[j] = v
+			}
+			si += len(a.Stats)
+			row.Values[ai] = a.value(noisy)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
+
+// addNoise returns total + Z for one draw Z of the statistic's noise.
+func (s *StatPlan) addNoise(rng *rand.Rand, total int64) (int64, error) {
+	var z int64
+	var err error
+	if s.lap != nil {
+		z, err = s.lap.Sample(rng)
+	} else {
+		z, err = s.gau.Sample(rng)
+	}
+	if err != nil {
+		return 0, err
+	}
+	v := total + z
+	if (z > 0 && v < total) || (z < 0 && v > total) {
+		return 0, errors.New("dpagg: noisy total overflows int64")
+	}
+	return v, nil
+}
+
+// value turns the aggregate's noisy integer statistics into its released
+// value (post-processing only).
+func (a *AggregatePlan) value(noisy []int64) float64 {
+	switch a.Kind {
+	case Sum:
+		v := float64(noisy[0]) * a.Stats[0].Granularity
+		if a.Lower >= 0 {
+			v = max(v, 0)
+		} else if a.Upper <= 0 {
+			v = min(v, 0)
+		}
+		return v
+	case Avg:
+		// Normalised mean (as Google's dpagg.BoundedMean): midpoint plus the
+		// noisy sum of (x − mid) over the noisy count (at least 1), clamped.
+		mid := a.Lower + (a.Upper-a.Lower)/2
+		count := max(float64(noisy[0]), 1)
+		v := mid + float64(noisy[1])*a.Stats[1].Granularity/count
+		return min(max(v, a.Lower), a.Upper)
+	default:
+		return float64(max(noisy[0], 0))
+	}
+}
