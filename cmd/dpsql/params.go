@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dpsql/dpsql/cmd/internal/cli"
+	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
