@@ -51,6 +51,9 @@ func (cfg *Config) validate() (setunion.Calibration, error) {
 	if err != nil {
 		return cal, err
 	}
+	if cal.Auto != nil {
+		return cal, fmt.Errorf("max_items = 0 (Δ0 chosen privately from the data) needs all users at once and is not available in a Beam pipeline; give a fixed max_items (for example %d)", setunion.FixedMaxItems)
+	}
 	if cfg.Shards < 1 || cfg.Shards > MaxShards {
 		return cal, fmt.Errorf("shards must be an integer from 1 to %d, got %d", MaxShards, cfg.Shards)
 	}
