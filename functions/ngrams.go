@@ -48,7 +48,7 @@ func NgramsTableFunction(cfg Config) sql.TableFunction { return &NGrams{cfg: cfg
 // (bytewise, which is the order of the default utf8mb4_0900_bin collation):
 // the n-grams of 1 to max_n tokens of the text column released under
 // user-level (ε, δ)-differential privacy, where the privacy unit is the
-// privacy_unit_column (DPNE, package sqlext/ngrams, ALGORITHMS.md §5).
+// privacy_unit_column (DPNE, package sqlext/ngrams, docs/privacy.md §8).
 // Nothing else leaves it: no counts, no weights, no mark on spurious
 // n-grams.
 //
@@ -60,14 +60,14 @@ func NgramsTableFunction(cfg Config) sql.TableFunction { return &NGrams{cfg: cfg
 // empty dropped, NULL text giving no tokens — and runs one extraction with a
 // fresh random source. Everything is computed before the first row is
 // returned, so a server's ConnReadTimeout, which also bounds the wait for
-// the next row, must allow for the whole extraction (GMS_NOTES §4.6);
+// the next row, must allow for the whole extraction (docs/gms.md §4.6);
 // cancelling the query stops the scan and the extraction.
 //
 // Reading tables. The table is looked up through the analyzer's catalog
 // (sql.Catalog, given by WithCatalog), not through the unwrapped current
 // database go-mysql-server passes to NewInstance, and the account must hold
 // the SELECT privilege on it (checked with the catalog's authorization
-// handler when accounts are enabled). This is deliberate (GMS_NOTES §2.3): a
+// handler when accounts are enabled). This is deliberate (docs/gms.md §2.3): a
 // DP function must not open tables an account could not name in a plain
 // SELECT. Whether an analyst may see raw rows is a separate question,
 // answered by the Governor and the planner's analyst rules; DP_NGRAMS is

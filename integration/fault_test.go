@@ -529,7 +529,7 @@ func TestFault5MRows(t *testing.T) {
 	})
 
 	// The server's own connection read timeout, which also bounds the wait
-	// for a statement's first row (GMS_NOTES §4.6), shorter than a release.
+	// for a statement's first row (docs/gms.md §4.6), shorter than a release.
 	t.Run("ServerReadTimeout", func(t *testing.T) {
 		s.Shutdown(5 * time.Second)
 		tight := startBig(t, time.Second)

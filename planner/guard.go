@@ -26,7 +26,7 @@ type Check func(stmt ast.Statement, text string, err error) error
 //
 // A refused statement is returned as a nil statement with the error: the
 // server's handler pre-parses multi-statement queries and ignores the error,
-// then the planbuilder parses again and reports it (GMS_NOTES §3.5). The
+// then the planbuilder parses again and reports it (docs/gms.md §3.5). The
 // planbuilder wraps every parser error as a syntax error, which clients
 // receive as MySQL error 1105 with the check's message, so checks return
 // plain errors.

@@ -5,9 +5,9 @@
 // its name is on a hard-coded list (sql/planbuilder/aggregates.go), so
 // DP_SET_UNION arrives at the analyzer as a scalar inside a Project. The
 // pre-analyzer rule LiftSetUnion moves it into a GroupBy, which makes the
-// executor feed it every row of the query (GMS_NOTES §1.3 C). What the
+// executor feed it every row of the query (docs/gms.md §1.3). What the
 // planbuilder cannot handle at all — DP_SET_UNION(DISTINCT …) crashes it —
-// is refused earlier by GuardParser (GMS_NOTES §3.5).
+// is refused earlier by GuardParser (docs/gms.md §3.5).
 //
 // Rules carry the batch they belong to, so that later rules (the governed
 // server's rewrite of DISTINCT over protected tables, its raw-access guard,

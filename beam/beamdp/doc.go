@@ -17,7 +17,7 @@
 // string>, or of rows KV<string, []string> holding several items of one user
 // (the tokens of one text row; fewer elements, same result). Pairs with an
 // empty privacy unit are dropped silently, as in the core. Then
-// (ALGORITHMS.md §1):
+// (docs/privacy.md §1):
 //
 //   - Parallel mechanisms (count_*, weighted_*, single_item): GroupByKey on
 //     the user, deduplicate, bound to Δ0 items sampled uniformly without
@@ -31,7 +31,7 @@
 //     stage with the round's (σ_r, ρ_r) from setunion.Calibrate; the items
 //     released by earlier rounds reach the next round as a side input and are
 //     removed from every user's set before it is bounded again (Swanberg et
-//     al. 2023; ALGORITHMS.md §4).
+//     al. 2023; docs/privacy.md §5).
 //
 //   - Sequential mechanisms (policy_laplace, policy_gaussian_l2,
 //     greedy_frequency, greedy_public; the core refuses the disabled

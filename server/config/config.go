@@ -8,7 +8,8 @@
 // Decoding is strict: unknown keys, duplicate keys, wrong value types and
 // inconsistent settings are errors that name the file, the line and what to
 // change. Relative paths are resolved against the directory of the file.
-// See example.yaml for a documented configuration.
+// See examples/dpsql.yaml, at the root of the repository, for a documented
+// configuration.
 //
 // The package does not import the SQL engine: column types are validated
 // SQL type strings (ColumnType) and accounts carry the MySQL auth plugin name

@@ -37,10 +37,10 @@ type Account struct {
 //     The one exception is CREATE VIEW on those databases: go-mysql-server
 //     v0.20.0 re-binds a view's stored CREATE VIEW statement under the
 //     reader's privileges, so without it an analyst could read no view at
-//     all (GMS_NOTES §3.3). The session guard refuses analysts' CREATE,
+//     all (docs/gms.md §3.3). The session guard refuses analysts' CREATE,
 //     ALTER and DROP VIEW, so the grant only lets them read views.
 //
-// db's persister is set to a no-op first (GMS_NOTES §4.3: without one, the
+// db's persister is set to a no-op first (docs/gms.md §4.3: without one, the
 // first CREATE USER or GRANT panics): accounts and grants changed with SQL
 // last until the server stops, and the configuration is installed again at
 // every start.

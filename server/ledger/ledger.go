@@ -61,7 +61,7 @@
 // killed at any point leaves either the whole charge or none of it. The
 // server must call Charge before it touches the data of a release and send
 // nothing if Charge fails; a crash between the charge and the release then
-// loses budget, never privacy (ALGORITHMS.md §6).
+// loses budget, never privacy (docs/privacy.md §10).
 //
 // bbolt locks the ledger file exclusively (flock), so a second dpsql process
 // on the same data directory fails to open it after Options.LockTimeout.

@@ -143,9 +143,10 @@
 //
 // # Refused options
 //
-// Selection mechanisms that do not bound users to Δ0 keys (greedy_frequency,
-// greedy_public: the aggregates' sensitivity needs the bound; their privacy
-// is also disputed, see ALGORITHMS.md §3), dp_sips (its rounds re-sample each
+// Selection mechanisms that do not sample a user's Δ0 keys uniformly once:
+// greedy_frequency and greedy_public (they keep the keys of highest
+// priority), the unproven greedy rules (no bound, which the aggregates'
+// sensitivity needs, and no proof: docs/privacy.md §7), dp_sips (its rounds re-sample each
 // user's keys, so no single Δ0-sample can serve selection and aggregates, and
 // a pre-sampled input would no longer be what a DISTINCT releases), the
 // disabled policy_gaussian_l1, single_item unless Δ0 = 1, and SUM or AVG

@@ -1,6 +1,6 @@
 // Package ngrams implements differentially private n-gram extraction (DPNE;
 // Kim, Gopi, Kulkarni & Yekhanin 2021, Algorithm 1 and its scalable version
-// in Appendix A) exactly as ALGORITHMS.md §5 specifies: it releases, under
+// in Appendix A) exactly as docs/privacy.md §8 specifies: it releases, under
 // user-level (ε, δ)-differential privacy, n-grams of 1 to T tokens that occur
 // in the text of many users.
 //

@@ -17,7 +17,7 @@ const (
 	// the budget further; beyond 10 nothing useful survives the split.
 	MaxMaxN = 10
 	// DefaultEta is the default η: at level k ≥ 2 about η·|S_{k−1}| of the
-	// released k-grams are expected to be spurious (ALGORITHMS.md §5).
+	// released k-grams are expected to be spurious (docs/privacy.md §8).
 	DefaultEta = 0.01
 	// DefaultMaxItems is the default Δ of every level. The set-union default
 	// chooses Δ0 privately (setunion.AutoMaxItems); the n-gram levels keep a

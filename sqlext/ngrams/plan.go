@@ -47,7 +47,7 @@ type LevelPlan struct {
 	Gamma float64 `json:"gamma,omitempty"`
 }
 
-// NewPlan validates o and calibrates the extraction (ALGORITHMS.md §5):
+// NewPlan validates o and calibrates the extraction (docs/privacy.md §8):
 //
 //	σ*   = analytic Gaussian σ at (ε, δ/2), sensitivity 1
 //	σ_k  = σ*/√f_k, so Σ_k 1/σ_k² = 1/σ*² (uniform: σ_k = σ*·√T)
@@ -119,7 +119,7 @@ func NewPlan(o Options) (Plan, error) {
 // Level1 returns the calibration of the unigram DPSU release.
 func (p Plan) Level1() setunion.Calibration { return p.level1 }
 
-// levelRho is the threshold of level k ≥ 2 (ALGORITHMS.md §5):
+// levelRho is the threshold of level k ≥ 2 (docs/privacy.md §8):
 //
 //	ρ_k = σ_k·Φ⁻¹(1 − η·min(|S_{k−1}|/|V_k|, 1)),
 //

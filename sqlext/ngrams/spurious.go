@@ -8,7 +8,7 @@ import (
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
-// Spurious k-grams (ALGORITHMS.md §5). Every k-gram of V_k outside supp(H_k)
+// Spurious k-grams (docs/privacy.md §8). Every k-gram of V_k outside supp(H_k)
 // has weight 0 and crosses the threshold with probability p = Φ(−ρ_k/σ_k),
 // independently of the others. The specification phrases it as
 // B_k ~ Binomial(|V_k| − |supp H_k|, p) followed by a uniform B_k-subset of

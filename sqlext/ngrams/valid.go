@@ -43,7 +43,7 @@ func (s *gramSet) suffix(e int32) int32 {
 const maxValid = 1 << 53
 
 // validSet indexes V_{k} = { w : w[:−1] ∈ S_{k−1} and w[1:] ∈ S_{k−1} }
-// (ALGORITHMS.md §5) without materialising it.
+// (docs/privacy.md §8) without materialising it.
 //
 // A k-gram x·m·z (x, z tokens, m a (k−2)-gram) is valid iff a = x·m and
 // b = m·z are both in S_{k−1}; so V_k is the disjoint union over the middles

@@ -15,7 +15,7 @@ import (
 // precision of 1e-13 and the upper end of the final bracket is returned (the
 // conservative side). e^ε·Φ(x) is evaluated as exp(ε + log Φ(x)) so that large
 // ε (say 50) stays finite. The DPSU mechanisms call it with deltaG = δ/2: the
-// other half of δ pays for the release threshold (ALGORITHMS.md §2).
+// other half of δ pays for the release threshold (docs/privacy.md §2).
 func GaussianSigma(eps, deltaG, sens float64) (float64, error) {
 	if !(eps > 0) || math.IsInf(eps, 0) {
 		return 0, fmt.Errorf("noise: epsilon must be a finite number > 0, got %v", eps)
@@ -60,7 +60,7 @@ func GaussianSigma(eps, deltaG, sens float64) (float64, error) {
 //	1/t + λ·ln(1 / (2·(1 − (1−δ)^(1/t))))
 //
 // the release threshold of Weighted and Policy Laplace (Gopi et al. 2020,
-// Theorem 3.1; ALGORITHMS.md §2): a user who contributes t items it alone holds
+// Theorem 3.1; docs/privacy.md §2): a user who contributes t items it alone holds
 // gives each weight at most 1/t, and the union bound over the t items needs
 // (1−δ)^(1/t) per item.
 func LaplaceThresholdMax(lambda, delta float64, maxT int) float64 {
@@ -78,8 +78,8 @@ func LaplaceThresholdMax(lambda, delta float64, maxT int) float64 {
 //	1/√t + σ·Φ⁻¹((1 − δ/2)^(1/t))
 //
 // the release threshold of Weighted and Policy Gaussian (Gopi et al. 2020,
-// Theorem 3.2; ALGORITHMS.md §2), with Φ⁻¹ of a probability near 1 evaluated
-// from its small tail 1 − (1 − δ/2)^(1/t).
+// Theorem 4.1; journal version, Theorem 5.1; docs/privacy.md §2), with Φ⁻¹ of
+// a probability near 1 evaluated from its small tail 1 − (1 − δ/2)^(1/t).
 func GaussianThresholdMax(sigma, delta float64, maxT int) float64 {
 	best := math.Inf(-1)
 	for t := 1; t <= maxT; t++ {

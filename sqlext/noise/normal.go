@@ -5,7 +5,7 @@
 // (ICML 2020, journal version 2021) and Carvalho et al. (AAAI 2022).
 //
 // Every function here is pure: no randomness and no data. The formulas are
-// those of ALGORITHMS.md §2, including its numerical prescriptions: small tail
+// those of docs/privacy.md §2, including its numerical prescriptions: small tail
 // probabilities are formed with expm1/log1p and never as 1 − (something close
 // to 1), and e^ε·Φ(x) is evaluated as exp(ε + log Φ(x)).
 package noise
@@ -47,7 +47,7 @@ func PhiInvUpper(q float64) float64 {
 }
 
 // OneMinusRoot returns 1 − (1 − d)^(1/t) for d ∈ (0, 1) and t ≥ 1, computed as
-// −expm1(log1p(−d)/t) so that it stays accurate when d is tiny (ALGORITHMS.md
+// −expm1(log1p(−d)/t) so that it stays accurate when d is tiny (docs/privacy.md
 // §2, "Numerics"). For d = 1e-10 and t = 1000 the naive form loses all digits.
 func OneMinusRoot(d, t float64) float64 {
 	return -math.Expm1(math.Log1p(-d) / t)

@@ -64,7 +64,7 @@ func NewSeeded(seed uint64) *rand.Rand {
 // P(true) = 2^e · M/2^53 = p with no rounding, including for p < 2⁻⁵³, where
 // the common "r.Float64() < p" is wrong. This samples the release decision
 // itself, so no noise value exists that could leak through its low bits
-// (Mironov 2012; ALGORITHMS.md §2, "Secure sampling"). Bits are read in 64-bit
+// (Mironov 2012; docs/privacy.md §2, "Exact sampling"). Bits are read in 64-bit
 // words; the unused low bits of a partly needed word are discarded, which
 // keeps every compared bit fresh and the result exact. About 1–2 words per
 // call on average.

@@ -61,7 +61,7 @@ func NewBuilder(o Options) (*Builder, error) {
 // NewCalibratedBuilder returns a builder that releases with a calibration
 // the caller computed instead of one derived from options: the n-gram
 // extractor's levels k ≥ 2 use a share σ_k of one Gaussian budget and a
-// threshold ρ_k from η (ALGORITHMS.md §5). The caller owns the privacy
+// threshold ρ_k from η (docs/privacy.md §8). The caller owns the privacy
 // argument for cal; only its shape is checked here.
 func NewCalibratedBuilder(cal Calibration) (*Builder, error) {
 	if _, err := ParseMechanism(string(cal.Mechanism)); err != nil {
@@ -366,7 +366,7 @@ func (b *Builder) userOrder(key [2]uint64) []uint32 {
 
 // OrderUsers returns the indexes of names sorted by UserHash under key, ties
 // by the names' bytes: the order in which a sequential mechanism processes
-// users (ALGORITHMS.md §1, step 2). The n-gram extractor shares it.
+// users (docs/privacy.md §1, step 2). The n-gram extractor shares it.
 func OrderUsers(key [2]uint64, names []string) []uint32 {
 	order := make([]uint32, len(names))
 	hs := make([]uint64, len(names))
@@ -486,7 +486,7 @@ func topByPriority(items []uint32, prio []float64, tie []uint64, k int) ([]uint3
 	return items[:k], prio[:k]
 }
 
-// runSIPS runs the rounds of dp_sips (DP-SIPS, ALGORITHMS.md §4): round r
+// runSIPS runs the rounds of dp_sips (DP-SIPS, docs/privacy.md §5): round r
 // bounds every user's not-yet-released items to Δ0_r, builds a histogram
 // with the round's rule (weighted Gaussian; ℓ2-descent over users in keyed
 // order for a policy round) and releases with (σ_r, ρ_r); released items are

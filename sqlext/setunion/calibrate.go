@@ -72,7 +72,8 @@ type Round struct {
 	Gamma    float64   `json:"gamma,omitempty"`
 }
 
-// Calibrate validates o and computes its calibration (ALGORITHMS.md §2, §4).
+// Calibrate validates o and computes its calibration (docs/privacy.md §2,
+// §5, §6).
 //
 //	count_laplace       λ = Δ0/ε, ρ = 1 + λ·ln(1/(2(1−(1−δ)^(1/Δ0))))
 //	weighted/policy_laplace
@@ -85,7 +86,7 @@ type Round struct {
 //	greedy_*_unproven   λ = 1/ε,  ρ = 1 + λ·ln(1/(2δ))
 //	policies, greedy    Γ = ρ + α·(λ or σ)
 //	single_item         π(n) = min(e^ε π(n−1) + δ, 1 − e^(−ε)(1 − π(n−1) − δ), 1), π(0) = 0
-//	dp_sips             f_r ∝ 0.2^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ/2, ρ_r as weighted Gaussian
+//	dp_sips             f_r ∝ 0.2^(R−1−r), σ_r = σ*/√f_r, δ_r = f_r·δ_T (δ_T = 0.2δ), ρ_r as weighted Gaussian
 //	                    at (σ_r, δ_r); one round when Δ0 = 1
 //	max_items = 0       Gaussian mechanisms: Δ0 chosen privately with 2% of μ² = 1/σ*²,
 //	                    σ = σ*/√0.98 for the release; the others: Δ0 = 100
@@ -190,8 +191,8 @@ func calibrate(o Options, d0 int, gshare float64) (Calibration, error) {
 
 // sipsRounds splits the Gaussian budget μ² = 1/σ*² and the threshold's δ_T
 // over R rounds with fractions f_r ∝ SIPSRatio^(R−1−r), r = 0..R−1, so later
-// rounds get more (Swanberg, Desfontaines & Haney 2023; ALGORITHMS.md §4,
-// which uses 0.3). Since
+// rounds get more (Swanberg, Desfontaines & Haney 2023, who suggest 0.3;
+// docs/privacy.md §5). Since
 // Σ 1/σ_r² = Σ f_r/σ*² = 1/σ*², the rounds compose to one Gaussian mechanism
 // of scale σ*, and the thresholds' failure probabilities δ_r sum to δ_T.
 func sipsRounds(sigmaStar, deltaT float64, maxItems, rounds int) []Round {

@@ -3,7 +3,7 @@
 // user-level (ε, δ)-differential privacy, where neighbouring databases differ
 // in all rows of one user.
 //
-// Every mechanism follows the pipeline of ALGORITHMS.md §1 (Gopi et al. 2020,
+// Every mechanism follows the pipeline of docs/privacy.md §1 (Gopi et al. 2020,
 // Algorithms 1–2; Carvalho et al. 2022, Algorithm 1): group pairs by user and
 // deduplicate; order users by a keyed hash with a fresh key per release;
 // bound each user to Δ0 items sampled uniformly without replacement; build a
@@ -132,8 +132,8 @@
 // T_g = N_{>g} − f·N (users with more than g distinct items, minus the target
 // share f = AutoMaxItemsTruncate of all users) has sensitivity max(f, 1 − f)
 // ≤ 1 under adding or removing a user (TestTruncatedStatSensitivity). A
-// binary search over the 32 public grid values MaxItemsGrid (≈ 2^(j/2))
-// runs exactly MaxItemsTests = 5 tests "T_g + Z ≤ 0", Z ~ N(0, σ_t²), each
+// binary search over the 32 public grid values MaxItemsGrid (≈ 2^((j+1)/2),
+// 1 to 65,536) runs exactly MaxItemsTests = 5 tests "T_g + Z ≤ 0", Z ~ N(0, σ_t²), each
 // sampled exactly as Bernoulli(Φ(−T_g/σ_t)) with no noisy count in memory,
 // and returns the smallest g that passes, capped at AutoMaxItemsCap. The
 // tests are Gaussian mechanisms of sensitivity ≤ 1, adaptively composed with

@@ -7,7 +7,7 @@ import (
 )
 
 // Histogram is the weighted histogram H of one release over dense item ids
-// 0..n−1, together with the update rule of its mechanism (ALGORITHMS.md §3).
+// 0..n−1, together with the update rule of its mechanism (docs/privacy.md §3).
 // The batch builder, the n-gram extractor and the Beam pipeline all build
 // their histograms with it, so each rule exists once.
 //
@@ -107,7 +107,7 @@ func (h *Histogram) collectGaps(items []uint32) []float64 {
 // g₍₁₎ ≤ … ≤ g₍ₘ₎ and the first k gaps filled, the level is
 // (1 − Σ_{i≤k} g₍ᵢ₎)/(m−k) or √((1 − Σ_{i≤k} g₍ᵢ₎²)/(m−k)), valid once it does not
 // exceed g₍ₖ₊₁₎. (The published reference code sorts by item name and so
-// under-spends the budget; ALGORITHMS.md §3.)
+// under-spends the budget; docs/privacy.md §11.4.)
 func (h *Histogram) descent(items []uint32, l2 bool) {
 	g := h.collectGaps(items)
 	total := 0.0

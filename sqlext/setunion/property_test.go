@@ -94,7 +94,7 @@ func sensitivityNorm(m Mechanism) int {
 	return 2
 }
 
-// TestNeighbourDistance is the contractivity property of ALGORITHMS.md §3 on
+// TestNeighbourDistance is the contractivity property of docs/privacy.md §3 on
 // 10,000 random pairs of neighbouring databases per mechanism: with the same
 // user order and the same sampled subsets, adding one user anywhere in the
 // order moves the final histogram by at most 1 (+1e-9) in the mechanism's
