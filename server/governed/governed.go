@@ -297,6 +297,7 @@ func serverLimits(l config.Limits) server.Limits {
 		HandshakeTimeout:         l.HandshakeTimeout,
 		MaxPendingHandshakes:     l.MaxPendingHandshakes,
 		MaxMemoryBytes:           l.MaxMemoryBytes,
+		MaxUserVariableBytes:     l.MaxUserVariableBytes,
 	}.WithDefaults()
 }
 
