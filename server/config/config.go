@@ -36,6 +36,7 @@ import (
 
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/checks"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
@@ -758,16 +759,16 @@ func (v *validator) validate(c *Config, dir string) {
 				v.errorf(bp("database"), "%s: database %q has no protected table, so there is nothing to spend a budget on", what, b.Database)
 			}
 			seen[strings.ToLower(b.Database)] = true
-			if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
-				v.errorf(bp("epsilon"), "%s: epsilon must be a finite number > 0, got %v", bwhat, b.Epsilon)
+			if err := checks.Epsilon(b.Epsilon); err != nil {
+				v.errorf(bp("epsilon"), "%s: %v", bwhat, err)
 			}
 			maxBudgetDelta := c.Limits.MaxBudgetDelta
 			if maxBudgetDelta == 0 {
 				maxBudgetDelta = DefaultMaxBudgetDelta
 			}
 			switch {
-			case !(b.Delta > 0 && b.Delta < 1):
-				v.errorf(bp("delta"), "%s: delta must be > 0 and < 1 (every set-union mechanism needs δ > 0), got %v", bwhat, b.Delta)
+			case checks.Delta(b.Delta) != nil:
+				v.errorf(bp("delta"), "%s: %v (every set-union mechanism needs δ > 0)", bwhat, checks.Delta(b.Delta))
 			case b.Delta > maxBudgetDelta:
 				v.errorf(bp("delta"), "%s: delta %v is above %v: over its releases the analyst would learn values that one person holds with probability up to δ; lower it, or raise limits.max_budget_delta if you mean it", bwhat, b.Delta, maxBudgetDelta)
 			}
@@ -785,11 +786,11 @@ func (v *validator) release(p []any, what string, r *Release) {
 	if r.Epsilon == 0 && r.Delta == 0 {
 		v.errorf(p, "%s: max_release needs epsilon and/or delta", what)
 	}
-	if !(r.Epsilon >= 0) || math.IsInf(r.Epsilon, 0) {
-		v.errorf(append(p, "epsilon"), "%s: max_release epsilon must be a finite number ≥ 0 (0: no cap), got %v", what, r.Epsilon)
+	if err := checks.EpsilonOrZero(r.Epsilon); err != nil {
+		v.errorf(append(p, "epsilon"), "%s: max_release %v (0: no cap)", what, err)
 	}
-	if !(r.Delta >= 0 && r.Delta < 1) {
-		v.errorf(append(p, "delta"), "%s: max_release delta must be ≥ 0 and < 1 (0: no cap), got %v", what, r.Delta)
+	if err := checks.DeltaOrZero(r.Delta); err != nil {
+		v.errorf(append(p, "delta"), "%s: max_release %v (0: no cap)", what, err)
 	}
 }
 
