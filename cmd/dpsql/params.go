@@ -33,5 +33,6 @@ func runParams(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	cli.WarnDelta(stderr, opts.Delta)
 	return cli.WriteJSON(stdout, cal)
 }
