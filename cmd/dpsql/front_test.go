@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeSearches writes a CSV of (user, query) rows, with a header row when
@@ -147,5 +150,48 @@ func TestQueryBanner(t *testing.T) {
 	code, _, errOut = runCmd(t, "query", "--quiet", "-e", "SELECT 1")
 	if code != 0 || errOut != "" {
 		t.Errorf("--quiet: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestSecondServerSaysWhatToDo: a second `dpsql serve` whose port is taken
+// fails at once, before generating the demo data, naming --addr; one on
+// another port but the same data directory names --data-dir.
+func TestSecondServerSaysWhatToDo(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	start := time.Now()
+	code, _, errOut := runCmd(t, "serve", "--addr", taken.Addr().String(), "--data-dir", t.TempDir())
+	if code != 1 || !strings.Contains(errOut, "address already in use") || !strings.Contains(errOut, "--addr") ||
+		strings.Contains(errOut, "demo database") || strings.Contains(errOut, "privacy-budget ledger:") {
+		t.Errorf("port in use: exit %d:\n%s", code, errOut)
+	}
+	t.Logf("port in use refused in %v", time.Since(start))
+	code, _, errOut = runCmd(t, "serve", "--ungoverned", "--addr", taken.Addr().String())
+	if code != 1 || !strings.Contains(errOut, "address already in use") || !strings.Contains(errOut, "--addr") || strings.Contains(errOut, "demo database") {
+		t.Errorf("--ungoverned, port in use: exit %d:\n%s", code, errOut)
+	}
+
+	// The same data directory as a running server.
+	dataDir := t.TempDir()
+	pr, pw := io.Pipe()
+	serveStop = make(chan struct{})
+	defer func() { serveStop = nil }()
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir}, io.Discard, pw)
+		pw.Close()
+	}()
+	waitListening(t, pr)
+	go io.Copy(io.Discard, pr)
+	code, _, errOut = runCmd(t, "serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir)
+	if code != 1 || !strings.Contains(errOut, "ledger in use") || !strings.Contains(errOut, "--data-dir DIR") {
+		t.Errorf("same data directory: exit %d:\n%s", code, errOut)
+	}
+	close(serveStop)
+	if code := <-done; code != 0 {
+		t.Errorf("first server exited %d", code)
 	}
 }
