@@ -122,6 +122,9 @@ func heapAfterGC() uint64 {
 // meanwhile (load_hostile_test.go; DPSQL_LOAD_HOSTILE=0 leaves it out):
 // each must get its expected answer.
 func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a load test of several minutes")
+	}
 	duration := loadLocalDuration
 	if testenv.CI() {
 		duration = loadDefaultDuration

@@ -63,11 +63,11 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxStatementBytes:        1 << 20,
 		MaxStatementTokens:       100_000,
-		MaxOperators:             10_000,
+		MaxOperators:             1_000,
 		MaxNesting:               200,
 		MaxInList:                10_000,
 		MaxExecutionTime:         10 * time.Minute,
-		MaxStringBytes:           16 << 20,
+		MaxStringBytes:           4 << 20,
 		MaxStatementsPerAccount:  8,
 		MaxConnections:           256,
 		AdminConnections:         8,
@@ -118,14 +118,18 @@ func limitError(code int, state, what, setting string, got, max any) error {
 }
 
 // CheckStatementText applies the limits that need only the text of a
-// statement: bytes, tokens, operators and nesting. It scans tokens without
+// statement: bytes, tokens, operators, nesting and IN-list items. It scans tokens without
 // building a syntax tree, so it cannot itself be made to recurse.
 func (l Limits) CheckStatementText(text string) error {
 	if len(text) > l.MaxStatementBytes {
 		return limitError(mysql.ERNetPacketTooLarge, "08S01", "statement too long", "max_statement_bytes", fmt.Sprintf("%d bytes", len(text)), l.MaxStatementBytes)
 	}
 	tkn := ast.NewStringTokenizer(text)
-	tokens, ops, depth := 0, 0, 0
+	tokens, ops, depth, prev := 0, 0, 0, 0
+	// IN lists open at depths lists, with items items so far (the parser
+	// check InListCheck counts them too, but go-mysql-server reports a
+	// parser check's error as a syntax error, 1105).
+	var lists, items []int
 	for {
 		typ, _ := tkn.Scan()
 		if typ == 0 || typ == ast.LEX_ERROR {
@@ -134,12 +138,26 @@ func (l Limits) CheckStatementText(text string) error {
 		if tokens++; tokens > l.MaxStatementTokens {
 			return limitError(mysql.ERNetPacketTooLarge, "08S01", "statement too long", "max_statement_tokens", fmt.Sprintf("over %d tokens", l.MaxStatementTokens), l.MaxStatementTokens)
 		}
+		last := prev
+		prev = typ
 		switch {
 		case typ == '(':
 			if depth++; depth > l.MaxNesting {
 				return limitError(ERTooHighLevelOfNesting, "HY000", "expression nested too deeply", "max_nesting", fmt.Sprintf("over %d parentheses", l.MaxNesting), l.MaxNesting)
 			}
+			if last == ast.IN {
+				lists, items = append(lists, depth), append(items, 1)
+			}
+		case typ == ',':
+			if k := len(lists) - 1; k >= 0 && lists[k] == depth {
+				if items[k]++; items[k] > l.MaxInList {
+					return limitError(mysql.ERNetPacketTooLarge, "08S01", "IN list too long", "max_in_list", fmt.Sprintf("over %d items", l.MaxInList), l.MaxInList)
+				}
+			}
 		case typ == ')':
+			if k := len(lists) - 1; k >= 0 && lists[k] == depth {
+				lists, items = lists[:k], items[:k]
+			}
 			depth--
 		case isOperator(typ):
 			if ops++; ops > l.MaxOperators {

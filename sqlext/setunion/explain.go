@@ -117,7 +117,7 @@ func (c Calibration) Facts() []explain.Fact {
 	default:
 		facts = append(facts,
 			explain.F("noise", string(c.Noise), "noise added to each key's weight"),
-			explain.F("noise_scale", c.Scale, "λ (Laplace) or σ (Gaussian) of that noise"),
+			explain.F("noise_scale", c.Scale, scaleMeaning(c.Noise)),
 			explain.F("threshold", c.Rho, "ρ: a key is released when its weight plus noise exceeds this"))
 		if c.Gamma > 0 {
 			facts = append(facts, explain.F("cutoff", c.Gamma, "Γ: no key's weight is raised above this (users spend their weight on keys below it)"))
@@ -153,4 +153,11 @@ func (c Calibration) Facts() []explain.Fact {
 		facts = append(facts, explain.F(q.name, n, meaning))
 	}
 	return facts
+}
+
+func scaleMeaning(n Noise) string {
+	if n == Laplace {
+		return "λ of that Laplace noise"
+	}
+	return "σ of that Gaussian noise"
 }
