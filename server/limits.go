@@ -56,6 +56,11 @@ type Limits struct {
 	// is closed to admit a new one).
 	HandshakeTimeout     time.Duration
 	MaxPendingHandshakes int
+	// MaxMemoryBytes bounds the memory the process holds: above it, the
+	// most recent statements of governed sessions are stopped (error 1041)
+	// until it is below again. 0 takes DefaultMaxMemory; negative: no
+	// bound.
+	MaxMemoryBytes int64
 }
 
 // DefaultLimits are the limits of a server whose configuration sets none.
@@ -106,6 +111,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.HandshakeTimeout <= 0 {
 		l.HandshakeTimeout = d.HandshakeTimeout
+	}
+	if l.MaxMemoryBytes == 0 {
+		l.MaxMemoryBytes = int64(DefaultMaxMemory())
+		if l.MaxMemoryBytes == 0 {
+			l.MaxMemoryBytes = -1
+		}
 	}
 	return l
 }
@@ -214,6 +225,8 @@ type statementGuard struct {
 	governed func(user string) bool
 	log      *logrus.Logger
 
+	mem *memoryGuard // nil: no memory bound
+
 	mu      sync.Mutex
 	running map[string]int
 }
@@ -227,7 +240,11 @@ func newStatementGuard(lim Limits, governed func(string) bool, log *logrus.Logge
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	return &statementGuard{lim: lim, governed: governed, log: log, running: map[string]int{}}
+	g := &statementGuard{lim: lim, governed: governed, log: log, running: map[string]int{}}
+	if lim.MaxMemoryBytes > 0 {
+		g.mem = newMemoryGuard(uint64(lim.MaxMemoryBytes), log)
+	}
+	return g
 }
 
 func (g *statementGuard) Priority() int { return 0 }
@@ -253,11 +270,21 @@ func (g *statementGuard) enter(user string) (func(), error) {
 // deadline bounds a governed session's statement and cancels any
 // statement whose client disconnects.
 func (g *statementGuard) deadline(ctx context.Context, c *mysql.Conn) (context.Context, context.CancelFunc) {
-	var cancel context.CancelFunc
 	if !g.governed(c.User) {
-		ctx, cancel = context.WithCancel(ctx)
-	} else {
-		ctx, cancel = context.WithTimeout(ctx, g.lim.MaxExecutionTime)
+		ctx, cancel := context.WithCancel(ctx)
+		cancelOnDisconnect(ctx, c, cancel)
+		return ctx, cancel
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, g.lim.MaxExecutionTime)
+	unwatch := func() {}
+	if g.mem != nil {
+		unwatch = g.mem.watch(cancelCause)
+	}
+	cancel := func() {
+		unwatch()
+		cancelTimeout()
+		cancelCause(context.Canceled)
 	}
 	cancelOnDisconnect(ctx, c, cancel)
 	return ctx, cancel
@@ -269,6 +296,9 @@ func (g *statementGuard) deadline(ctx context.Context, c *mysql.Conn) (context.C
 func (g *statementGuard) finish(ctx context.Context, c *mysql.Conn, err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(context.Cause(ctx), errMemory) && g.mem != nil {
+		return g.mem.memoryError()
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return mysql.NewSQLError(mysql.ERQueryTimeout, "HY000",

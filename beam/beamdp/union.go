@@ -18,7 +18,8 @@ const MaxShards = 1 << 16
 // Config configures one release.
 type Config struct {
 	// Options are the core's options; Options.Public is ignored (greedy_public
-	// takes its table from Public).
+	// takes its table from Public). MaxItems = 0 (the core's private choice
+	// of Δ0, which needs all users at once) means setunion.FixedMaxItems.
 	Options setunion.Options
 	// Shards is the number S ≥ 1 of shards of a sequential mechanism (see the
 	// package documentation). 0 means 1. More than 1 is an error for the
@@ -45,14 +46,17 @@ func (cfg *Config) validate() (setunion.Calibration, error) {
 	if cfg.Shards == 0 {
 		cfg.Shards = 1
 	}
+	// Choosing Δ0 privately (max_items = 0, the core's default) needs all
+	// users at once: a pipeline uses setunion.FixedMaxItems instead, as the
+	// core does for the mechanisms that cannot choose it.
+	if cfg.Options.MaxItems == setunion.AutoMaxItems && cfg.Options.Mechanism.Bounded() {
+		cfg.Options.MaxItems = setunion.FixedMaxItems
+	}
 	o := cfg.Options
 	o.Public = nil
 	cal, err := calibrate(o)
 	if err != nil {
 		return cal, err
-	}
-	if cal.Auto != nil {
-		return cal, fmt.Errorf("max_items = 0 (Δ0 chosen privately from the data) needs all users at once and is not available in a Beam pipeline; give a fixed max_items (for example %d)", setunion.FixedMaxItems)
 	}
 	if cfg.Shards < 1 || cfg.Shards > MaxShards {
 		return cal, fmt.Errorf("shards must be an integer from 1 to %d, got %d", MaxShards, cfg.Shards)

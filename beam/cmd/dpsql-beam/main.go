@@ -142,7 +142,7 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 		fmt.Fprintln(stderr, "usage: dpsql-beam union --input GLOB --output PREFIX --user-column N (--item-column N | --text-column N) [flags]")
 		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input, with the mechanisms of")
 		fmt.Fprintln(stderr, "`dpsql union` run as an Apache Beam pipeline. Ends with one JSON summary line on stderr.")
-		fmt.Fprintf(stderr, "Without --max-items a pipeline bounds each user to %d items (choosing Δ0 privately needs all users at once).\n\nflags:\n", setunion.FixedMaxItems)
+		fmt.Fprintf(stderr, "--max-items 0 (the default) bounds each user to %d items: a pipeline cannot choose Δ0 privately.\n\nflags:\n", setunion.FixedMaxItems)
 		printFlags(stderr, fs, func(name string) bool { return !beamFlags[name] })
 		if len(beamFlags) > 0 {
 			fmt.Fprintln(stderr, "\nBeam pipeline flags (the Go SDK's; --runner chooses the runner, default prism; most others apply to one runner):")
@@ -167,13 +167,6 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 	opts, err := mf.BaseOptions()
 	if err != nil {
 		return usageError{err}
-	}
-	// The core's default Δ0 is chosen privately from all users at once,
-	// which a pipeline cannot do: without --max-items, Beam uses a fixed one.
-	maxItemsSet := false
-	fs.Visit(func(f *flag.Flag) { maxItemsSet = maxItemsSet || f.Name == "max-items" })
-	if !maxItemsSet && opts.MaxItems == setunion.AutoMaxItems && opts.Mechanism.Bounded() {
-		opts.MaxItems = setunion.FixedMaxItems
 	}
 	if _, err := mf.Rand(stderr); err != nil { // validates --seed and warns
 		return usageError{err}
