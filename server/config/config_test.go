@@ -410,3 +410,21 @@ func TestBudgetDeltaCeiling(t *testing.T) {
 		t.Fatal("limits.max_delta = 2 accepted")
 	}
 }
+
+// TestMaxMemoryUnbounded: limits.max_memory_bytes: -1 turns the memory
+// guard off, as documented; other negative values and other negative
+// limits stay refused.
+func TestMaxMemoryUnbounded(t *testing.T) {
+	c, err := Parse([]byte(validConfig+"limits:\n  max_memory_bytes: -1\n"), "/etc/dpsql")
+	if err != nil {
+		t.Fatalf("max_memory_bytes: -1: %v", err)
+	}
+	if c.Limits.MaxMemoryBytes != -1 {
+		t.Errorf("max_memory_bytes = %d, want -1", c.Limits.MaxMemoryBytes)
+	}
+	for _, bad := range []string{"max_memory_bytes: -2", "max_connections: -1"} {
+		if _, err := Parse([]byte(validConfig+"limits:\n  "+bad+"\n"), "/etc/dpsql"); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
