@@ -145,8 +145,8 @@ func (a Accounting) LedgerAccounting() ledger.Accounting {
 }
 
 // Limits are the server's resource limits; an omitted (zero) field keeps
-// its default (README, section "Limits"). Sizes are bytes, times are Go
-// durations ("10m", "30s").
+// its default (README, section "Configuration: limits", lists them all).
+// Sizes are bytes, times are Go durations ("10m", "30s").
 type Limits struct {
 	MaxStatementBytes        int           `yaml:"max_statement_bytes"`
 	MaxStatementTokens       int           `yaml:"max_statement_tokens"`
