@@ -118,7 +118,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	if defaultDB == nil {
 		defaultDB = func(string) string { return cfg.DefaultDatabase }
 	}
-	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB, e.ProcessList), nil)
+	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB, e.ProcessList, lim.MaxUserVariableBytes), nil)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
 	}
@@ -137,7 +137,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 // go-mysql-server v0.20.0 leaves every connection there as "unauthenticated
 // user", so that ownership checks (KILL of one's own connection, SHOW
 // PROCESSLIST of one's own) could not work.
-func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList) gms.SessionBuilder {
+func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList, maxUserVars int) gms.SessionBuilder {
 	return func(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
 		client := sql.Client{Capabilities: conn.Capabilities}
 		if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
@@ -150,7 +150,7 @@ func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList) gms.
 		if pl != nil {
 			pl.ConnectionReady(sess)
 		}
-		return sess, nil
+		return &session{BaseSession: sess, maxUserVars: maxUserVars}, nil
 	}
 }
 

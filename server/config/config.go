@@ -165,6 +165,9 @@ type Limits struct {
 	// analyst statement is stopped (error 1041). 0: 70% of the machine's
 	// (or cgroup's) memory, 90% of GOMEMLIMIT when set; -1: no bound.
 	MaxMemoryBytes int64 `yaml:"max_memory_bytes"`
+	// MaxUserVariableBytes bounds what one session's user variables hold
+	// together (default 16 MiB).
+	MaxUserVariableBytes int `yaml:"max_user_variable_bytes"`
 	// ReleaseValueBytes and ReleaseRowWork bound the sealed evaluation of a
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`

@@ -352,6 +352,7 @@ func serverLimits(l config.Limits) server.Limits {
 		HandshakeTimeout:         l.HandshakeTimeout,
 		MaxPendingHandshakes:     l.MaxPendingHandshakes,
 		MaxMemoryBytes:           l.MaxMemoryBytes,
+		MaxUserVariableBytes:     l.MaxUserVariableBytes,
 	}.WithDefaults()
 }
 
