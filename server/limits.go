@@ -319,7 +319,7 @@ func (g *statementGuard) finish(ctx context.Context, c *mysql.Conn, err error) e
 		g.log.Errorf("dpsql: go-mysql-server caught a panic in a statement of connection %d (user %s); the statement failed, the server goes on", c.ConnectionID, c.User)
 		return errInternal()
 	}
-	return err
+	return mysqlError(err)
 }
 
 func errInternal() error {

@@ -57,6 +57,11 @@ type ServerConfig struct {
 	ConnReadTimeout time.Duration
 	// VersionComment is @@version_comment (default "dpsql").
 	VersionComment string
+	// LoginHint is appended to the message of every refused login (1045)
+	// on a connection without TLS, for every user alike: it must say
+	// nothing about any one account (for example: "accounts that use
+	// caching_sha2_password log in only over TLS").
+	LoginHint string
 }
 
 // Server is a MySQL-protocol server around an engine.
@@ -106,7 +111,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 		RequireSecureTransport: cfg.RequireSecureTransport,
 		// Unknown user names are refused like wrong passwords (1045);
 		// connections are kept within the limits.
-		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin)),
+		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin), cfg.LoginHint),
 		Options:                 []gms.Option{ic.Option()},
 	}
 	defaultDB := cfg.DefaultDatabaseFor

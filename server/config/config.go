@@ -146,8 +146,8 @@ func (a Accounting) LedgerAccounting() ledger.Accounting {
 }
 
 // Limits are the server's resource limits; an omitted (zero) field keeps
-// its default (README, section "Limits"). Sizes are bytes, times are Go
-// durations ("10m", "30s").
+// its default (README, section "Configuration: limits", lists them all).
+// Sizes are bytes, times are Go durations ("10m", "30s").
 type Limits struct {
 	MaxStatementBytes        int           `yaml:"max_statement_bytes"`
 	MaxStatementTokens       int           `yaml:"max_statement_tokens"`
@@ -550,7 +550,11 @@ func (v *validator) validate(c *Config, dir string) {
 	for i := range lv.NumField() {
 		f := lv.Field(i)
 		key, _, _ := strings.Cut(lv.Type().Field(i).Tag.Get("yaml"), ",")
-		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 {
+		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 && !(key == "max_memory_bytes" && f.Int() == -1) {
+			if key == "max_memory_bytes" {
+				v.errorf(at("limits", key), "limits.max_memory_bytes must be ≥ 0 (0 or omitted: the default) or -1 (no bound), got %v", f.Interface())
+				continue
+			}
 			v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default), got %v", key, f.Interface())
 		}
 		if f.Kind() == reflect.Float64 && (!(f.Float() >= 0) || math.IsInf(f.Float(), 0) || f.Float() >= 1 && key != "min_epsilon") {

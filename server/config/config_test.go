@@ -55,7 +55,8 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Errorf("admin %+v", admin)
 	}
 	alice, carol := c.Accounts.Analysts[0], c.Accounts.Analysts[1]
-	if alice.Host != "%" || alice.Password.Plugin != NativePassword || carol.Host != "%" || carol.Password.Plugin != CachingSha2Password {
+	// Both log in without TLS (the example has none configured).
+	if alice.Host != "%" || alice.Password.Plugin != NativePassword || carol.Host != "%" || carol.Password.Plugin != NativePassword {
 		t.Errorf("analysts %+v %+v", alice, carol)
 	}
 	// The example's documented passwords match its hashes.
@@ -407,5 +408,23 @@ func TestBudgetDeltaCeiling(t *testing.T) {
 	}
 	if _, err := Parse([]byte(validConfig+"limits:\n  max_delta: 2\n"), "/etc/dpsql"); err == nil {
 		t.Fatal("limits.max_delta = 2 accepted")
+	}
+}
+
+// TestMaxMemoryUnbounded: limits.max_memory_bytes: -1 turns the memory
+// guard off, as documented; other negative values and other negative
+// limits stay refused.
+func TestMaxMemoryUnbounded(t *testing.T) {
+	c, err := Parse([]byte(validConfig+"limits:\n  max_memory_bytes: -1\n"), "/etc/dpsql")
+	if err != nil {
+		t.Fatalf("max_memory_bytes: -1: %v", err)
+	}
+	if c.Limits.MaxMemoryBytes != -1 {
+		t.Errorf("max_memory_bytes = %d, want -1", c.Limits.MaxMemoryBytes)
+	}
+	for _, bad := range []string{"max_memory_bytes: -2", "max_connections: -1"} {
+		if _, err := Parse([]byte(validConfig+"limits:\n  "+bad+"\n"), "/etc/dpsql"); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

@@ -62,11 +62,18 @@ func ParseMechanism(name string) (Mechanism, error) {
 	if slices.Contains(Mechanisms(), m) {
 		return m, nil
 	}
-	names := make([]string, 0, len(Mechanisms()))
+	var proven, unproven []string
 	for _, k := range Mechanisms() {
-		names = append(names, string(k))
+		switch {
+		case k.Disabled() != nil:
+		case k.Unproven() != nil:
+			unproven = append(unproven, string(k))
+		default:
+			proven = append(proven, string(k))
+		}
 	}
-	return "", fmt.Errorf("unknown mechanism %q: use one of %s", name, strings.Join(names, ", "))
+	return "", fmt.Errorf("unknown mechanism %q: use one of %s (without a privacy proof, where an operator allows it: %s)",
+		name, strings.Join(proven, ", "), strings.Join(unproven, ", "))
 }
 
 // Noise is the kind of noise a mechanism's release decision is based on.
