@@ -214,7 +214,7 @@ func printDemoBanner(w io.Writer, opts governed.Options, cred governed.Credentia
 		return "from $" + env
 	}
 	fmt.Fprintf(w, "analyst account: user %s, password %s\n", cred.AnalystUser, pw(cred.AnalystPassword, cred.AnalystGenerated, governed.EnvAnalystPassword))
-	fmt.Fprintf(w, "  budget on demo: ε=%v, δ=%v in total (each release spends its dp_epsilon, dp_delta)\n", governed.DemoBudgetEpsilon, governed.DemoBudgetDelta)
+	fmt.Fprintf(w, "  budget on demo: ε=%v, δ=%v in total, composed under zCDP (SELECT * FROM DP_EXPLAIN('…') shows what a query costs)\n", governed.DemoBudgetEpsilon, governed.DemoBudgetDelta)
 	fmt.Fprintf(w, "admin account:   user %s, password %s (from this machine only)\n", cred.AdminUser, pw(cred.AdminPassword, cred.AdminGenerated, governed.EnvAdminPassword))
 	fmt.Fprintf(w, "try:  mysql -h %s -P %s -u %s -p demo -e \"SELECT DISTINCT word FROM words LIMIT 20; SELECT * FROM DP_BUDGET()\"\n", host, port, cred.AnalystUser)
 }
