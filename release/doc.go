@@ -24,6 +24,7 @@
 //  4. the caller runs the mechanism (package setunion, ngrams) and returns
 //     only the released keys.
 //
-// See docs/architecture.md for the layering and docs/privacy.md for why
-// each step keeps the release differentially private.
+// See docs/architecture.md §3 for the lifecycle in the whole engine and
+// docs/privacy.md §12 for why each step keeps the release differentially
+// private.
 package release
