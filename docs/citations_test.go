@@ -1,8 +1,9 @@
-// Package docs_test keeps the code's citations of the design documents in
-// this directory honest: every "docs/<file>.md §N[.M]" or
-// "docs/<file>.md#anchor" written in a Go file or in README.md must name an
-// existing file and heading, and no Go file may cite the design notes that
-// used to live outside the repository.
+// Package docs_test keeps the citations of the design documents in this
+// directory honest: every "docs/<file>.md §N[.M]" or "docs/<file>.md#anchor"
+// written in a Go file, in README.md or in a document here must name an
+// existing file and heading, a bare "§N" in a document here must name one
+// of its own headings, and no Go file may cite the design notes that used
+// to live outside the repository.
 package docs_test
 
 import (
@@ -111,7 +112,8 @@ func TestCitations(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		isGo := strings.HasSuffix(path, ".go")
-		if !isGo && rel != "README.md" {
+		isDoc := filepath.Dir(rel) == "docs" && strings.HasSuffix(rel, ".md")
+		if !isGo && !isDoc && rel != "README.md" {
 			return nil
 		}
 		if rel == filepath.Join("docs", "citations_test.go") {
@@ -141,6 +143,15 @@ func TestCitations(t *testing.T) {
 				for _, s := range sectionRef.FindAllStringSubmatch(m[3], -1) {
 					if !d.sections[s[1]] {
 						t.Errorf("%s cites docs/%s §%s: no heading is numbered %s", where, m[1], s[1], s[1])
+					}
+				}
+			}
+			if isDoc {
+				self := lookup(filepath.Base(rel))
+				for _, s := range sectionRef.FindAllStringSubmatch(citation.ReplaceAllString(line, ""), -1) {
+					cited++
+					if !self.sections[s[1]] {
+						t.Errorf("%s refers to §%s: no heading of this file is numbered %s", where, s[1], s[1])
 					}
 				}
 			}
