@@ -16,6 +16,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/lookup"
 	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
@@ -74,9 +75,16 @@ func PolicyRules(gov release.Governor, opts ...PolicyOption) []Rule {
 }
 
 type policy struct {
-	gov    release.Governor
-	rnd    func() *rand.Rand
-	limits sealed.Limits
+	gov          release.Governor
+	rnd          func() *rand.Rand
+	limits       sealed.Limits
+	lookupLimits lookup.Limits
+}
+
+// WithLookupLimits bounds the public side of each public lookup of a
+// release (zero fields: lookup.DefaultLimits).
+func WithLookupLimits(l lookup.Limits) PolicyOption {
+	return func(p *policy) { p.lookupLimits = l }
 }
 
 // rewrite is RewriteProtected.
@@ -766,8 +774,13 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		b, err := bindToTable(src, tschema, e, what)
 		return release.Expr{E: b, Where: what}, err
 	}
+	filters, publics, err := p.enrich(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	r.publics = publics
 	var filter release.Expr
-	for _, f := range src.filters {
+	for _, f := range filters {
 		b, err := bind(f, "WHERE clause")
 		if err != nil {
 			return nil, err

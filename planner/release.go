@@ -52,6 +52,10 @@ type Release struct {
 	gov     release.Governor
 	rnd     func() *rand.Rand
 
+	// publics are the public sides of the release's lookups (public.go),
+	// read before anything is charged.
+	publics []*release.Public
+
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)
 	// returns the same release instead of making and charging another.
@@ -183,6 +187,9 @@ func (r *Release) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
 
 // run makes the release: charge, scan, release.
 func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
+	if err := r.fillPublic(ctx); err != nil {
+		return nil, err
+	}
 	if r.mode == aggregateRows {
 		return r.runAggregates(ctx)
 	}

@@ -69,10 +69,18 @@ type ProtectedTable struct {
 	PrivacyUnit string
 }
 
+// PublicTable names a table the configuration declares public.
+type PublicTable struct{ Database, Table string }
+
 // Options configure New.
 type Options struct {
 	// Protected lists the protected tables.
 	Protected []ProtectedTable
+	// Public lists the tables the configuration declares public: the only
+	// tables that may enrich a private release (IN / EXISTS subqueries,
+	// release.PublicTables). A table both protected and public is
+	// protected.
+	Public []PublicTable
 	// Admins and Analysts are user names (MySQL account names without the
 	// host: the configuration gives each name one role).
 	Admins, Analysts []string
@@ -130,6 +138,7 @@ func (b Bounds) check(r release.Request) error {
 // concurrent use.
 type Governor struct {
 	protected map[string]string // lower(db) + "\x00" + lower(table) -> privacy unit
+	public    map[string]bool   // same keys: declared public
 	roles     map[string]Role
 	ledger    *ledger.Ledger
 	bounds    Bounds
@@ -141,7 +150,10 @@ type Governor struct {
 	inflight sync.WaitGroup
 }
 
-var _ release.Governor = (*Governor)(nil)
+var (
+	_ release.Governor     = (*Governor)(nil)
+	_ release.PublicTables = (*Governor)(nil)
+)
 
 // New returns a governor. Every analyst should have budgets in the ledger;
 // one without a budget on a database is refused there with a message
@@ -156,6 +168,12 @@ func New(o Options) (*Governor, error) {
 			return nil, fmt.Errorf("governance: protected table %q.%q needs a database, a table and a privacy unit", t.Database, t.Table)
 		}
 		g.protected[tableKey(t.Database, t.Table)] = t.PrivacyUnit
+	}
+	g.public = map[string]bool{}
+	for _, t := range o.Public {
+		if k := tableKey(t.Database, t.Table); g.protected[k] == "" {
+			g.public[k] = true
+		}
 	}
 	for _, u := range o.Admins {
 		g.roles[u] = Admin
@@ -178,6 +196,14 @@ func (g *Governor) Ledger() *ledger.Ledger { return g.ledger }
 func (g *Governor) PrivacyUnit(database, table string) (string, bool) {
 	c, ok := g.protected[tableKey(database, table)]
 	return c, ok
+}
+
+// Public implements release.PublicTables: whether the configuration
+// declares database.table public. Tables are fixed at start (the column
+// store is read-only: no CREATE TABLE, INSERT or DROP at run time), so a
+// declared name always denotes the table loaded from the configuration.
+func (g *Governor) Public(database, table string) bool {
+	return g.public[tableKey(database, table)]
 }
 
 // User returns the user name of ctx's session ("" without a session).

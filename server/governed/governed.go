@@ -140,17 +140,24 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	protected := slices.Clone(o.Protected)
+	var public []governance.PublicTable
 	for _, d := range cfg.Datasets {
 		if err := loadDataset(p, d, logw); err != nil {
 			return nil, err
 		}
 		if d.Protected() {
 			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit})
+		} else if d.Public {
+			public = append(public, governance.PublicTable{Database: d.Database, Table: d.Table})
 		}
 	}
 	for _, db := range o.Databases {
 		if err := p.AddDatabase(db); err != nil {
 			return nil, err
+		}
+		// Every table of theirs not protected is public (Options).
+		for _, t := range db.Tables() {
+			public = append(public, governance.PublicTable{Database: db.Name(), Table: t.Name()})
 		}
 	}
 	// Governance.
@@ -161,7 +168,7 @@ func New(o Options) (_ *Server, err error) {
 	for _, a := range cfg.Accounts.Analysts {
 		analysts = append(analysts, a.User)
 	}
-	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l,
+	gov, err := governance.New(governance.Options{Protected: protected, Public: public, Admins: admins, Analysts: analysts, Ledger: l,
 		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta}})
 	if err != nil {
 		return nil, err
