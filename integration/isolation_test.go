@@ -273,6 +273,25 @@ func isolationAttacks() []attack {
 	add("time/benchmark", "SELECT DISTINCT note FROM people WHERE "+victim+" AND BENCHMARK(100000000, MD5(email)) = 0")
 	add("time/like_backtracking", "SELECT DISTINCT note FROM people WHERE "+victim+" AND secret LIKE '%a%a%a%a%a%a%a%a%a%a%a%b'")
 
+	// Public lookups (IN / EXISTS over the public table lookup): the
+	// public side is read before the protected scan, the probe is sealed.
+	add("public/in_victim_filter", "SELECT DISTINCT note FROM people WHERE "+victim+" AND secret IN (SELECT k FROM lookup)")
+	add("public/in_warning_left", "SELECT DISTINCT note FROM people WHERE CONCAT(INET_ATON(email), '') IN (SELECT k FROM lookup)")
+	add("public/in_cast_warning_victim", "SELECT DISTINCT note FROM people WHERE "+victim+" AND CAST(CAST(ssn AS DATE) AS CHAR) NOT IN (SELECT k FROM lookup)")
+	add("public/in_number_cast", "SELECT DISTINCT note FROM people WHERE CAST(secret AS SIGNED) IN (SELECT LENGTH(k) FROM lookup)")
+	add("public/in_huge_value", "SELECT DISTINCT note FROM people WHERE IF("+victim+", LPAD(email, 60000, email), user_id) IN (SELECT k FROM lookup)")
+	add("public/in_error_key", "SELECT DISTINCT JSON_EXTRACT(secret, '$') FROM people WHERE "+victim+" AND note NOT IN (SELECT k FROM lookup)")
+	add("public/exists_victim", "SELECT DISTINCT note FROM people p WHERE NOT EXISTS (SELECT 1 FROM lookup l WHERE l.k = IF(p."+victim+", p.email, p.user_id))")
+	add("public/exists_warning", "SELECT DISTINCT note FROM people p WHERE EXISTS (SELECT 1 FROM lookup l WHERE l.k = CONCAT(INET_ATON(p.email), ''))")
+	add("public/state_in_public_side", "SELECT DISTINCT note FROM people WHERE user_id IN (SELECT k FROM lookup WHERE LAST_INSERT_ID(7) > 0)")
+	add("public/group_by", "SELECT note FROM people WHERE email NOT IN (SELECT k FROM lookup) AND "+victim+" GROUP BY note")
+	add("public/set_union", "SELECT DP_SET_UNION(note, user_id) FROM people WHERE CAST(ssn AS DATE) IS NULL AND note NOT IN (SELECT k FROM lookup)")
+	add("public/in_protected_refused", "SELECT DISTINCT note FROM people WHERE email IN (SELECT email FROM people WHERE "+victim+")")
+	add("public/exists_protected_refused", "SELECT DISTINCT note FROM people p WHERE EXISTS (SELECT 1 FROM people q WHERE q.user_id = p.user_id AND q."+victim+")")
+	add("public/in_or_victim", "SELECT DISTINCT note FROM people WHERE user_id IN (SELECT k FROM lookup) OR "+victim)
+	out = append(out, attack{name: "public/prepared", stmts: []string{eps, "SET @x = NULL", "SET @y = NULL",
+		"SELECT DISTINCT note FROM people WHERE user_id = ? AND CONCAT(INET_ATON(email), '') NOT IN (SELECT k FROM lookup WHERE k <> ?)"}, args: []any{"victim", "a"}})
+
 	// Other rows and other tables from inside a release.
 	add("other/subquery", "SELECT DISTINCT note FROM people WHERE user_id IN (SELECT user_id FROM people WHERE "+victim+")")
 	add("other/rand", "SELECT DISTINCT note FROM people WHERE "+victim+" OR RAND() < 0.5")
@@ -337,6 +356,7 @@ func BenchmarkIsolationTiming(b *testing.B) {
 	for _, q := range []struct{ name, sql string }{
 		{"cheap", "SELECT DISTINCT note FROM people WHERE user_id = 'victim' AND ssn LIKE '123%'"},
 		{"costly_branch", "SELECT DISTINCT note FROM people WHERE IF(user_id = 'victim', LENGTH(" + hex + "), 0) > 0"},
+		{"public_lookup", "SELECT DISTINCT note FROM people WHERE IF(user_id = 'victim', " + hex + ", user_id) IN (SELECT k FROM lookup)"},
 	} {
 		for _, d := range []struct {
 			name string

@@ -289,7 +289,7 @@ func (p *policy) newLookup(ctx *sql.Context, src source, pub publicSource, sq *p
 	rp, err := release.NewPublic(ctx, pub.db, pub.name, pub.table,
 		release.Expr{E: bv, Where: "selected column"}, release.Expr{E: bf, Where: "WHERE clause"}, set, p.limits)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, release.ErrAccess(src.db, src.name, err.Error())
 	}
 	return lookup.NewIn(left, set, exists, desc), rp, nil
 }

@@ -37,7 +37,8 @@ type Public struct {
 
 // NewPublic compiles the public side of a lookup over db.name. value and
 // filter (may have a nil E) index the table's full schema; set receives
-// the values.
+// the values. Its errors (what the allow-list refuses, constants that
+// fail) say where; the caller makes them refusals of the release.
 func NewPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter Expr, set *lookup.Set, lim sealed.Limits) (*Public, error) {
 	all := []Expr{value}
 	p := &Public{db: db, name: name, filter: -1, set: set}
@@ -47,7 +48,7 @@ func NewPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter
 	}
 	for _, e := range all {
 		if _, err := sealed.Compile(ctx, []sql.Expression{e.E}, len(table.Schema()), lim); err != nil {
-			return nil, ErrAccess(db, name, fmt.Sprintf("in the %s of a public lookup: %v", e.Where, err))
+			return nil, fmt.Errorf("in the %s of the public lookup over %s.%s: %w", e.Where, db, name, err)
 		}
 	}
 	table, exprs, ncols, err := project(table, all)
@@ -56,7 +57,7 @@ func NewPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter
 	}
 	p.table = table
 	if p.prog, err = sealed.Compile(ctx, exprs, ncols, lim); err != nil {
-		return nil, ErrAccess(db, name, fmt.Sprintf("in a public lookup: %v", err))
+		return nil, fmt.Errorf("in the public lookup over %s.%s: %w", db, name, err)
 	}
 	return p, nil
 }
