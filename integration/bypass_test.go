@@ -227,7 +227,14 @@ func TestBypass(t *testing.T) {
 		{"avg stddev", "SELECT AVG(grp), STDDEV(grp) FROM people", refused1142},
 		{"group_concat", "SELECT GROUP_CONCAT(email) FROM people", refused1142},
 		{"json_arrayagg", "SELECT JSON_ARRAYAGG(user_id) FROM people", refused1142},
-		{"join public", "SELECT DISTINCT p.page FROM people p JOIN pages g ON g.path = p.page", refused1142},
+		{"join public", "SELECT DISTINCT p.page, g.title FROM people p JOIN pages g ON g.path = p.page", private},
+		{"left join public", "SELECT DISTINCT p.page, g.title FROM people p LEFT JOIN pages g ON g.path = p.page", private},
+		{"join public group by", "SELECT g.title, COUNT(*) FROM people p JOIN pages g ON g.path = p.page GROUP BY g.title", private},
+		{"join public on protected column to protected", "SELECT DISTINCT a.page FROM people a JOIN people b ON b.email = a.email", refused1142},
+		{"join public non-equality", "SELECT DISTINCT p.page FROM people p JOIN pages g ON g.path < p.page", refused1142},
+		{"join public on privacy unit", "SELECT DISTINCT p.page FROM people p JOIN pages g ON g.path = p.page AND g.title = p.email", refused1142},
+		{"join raw view", "SELECT DISTINCT p.page FROM people p JOIN everyone e ON e.page = p.page", refused1142},
+		{"public left join protected", "SELECT DISTINCT p.page FROM pages g LEFT JOIN people p ON g.path = p.page", refused1142},
 		{"self join", "SELECT DISTINCT a.page FROM people a JOIN people b ON a.user_id = b.user_id", refused1142},
 		{"cross join", "SELECT DISTINCT a.page FROM people a, pages", refused1142},
 		{"in subquery", "SELECT title FROM pages WHERE path IN (SELECT page FROM people)", refused1142},
@@ -367,6 +374,7 @@ func TestBypass(t *testing.T) {
 			"SELECT DISTINCT page FROM people WHERE page IN (SELECT path FROM pages_view)",
 			"SELECT DISTINCT p.page FROM people p WHERE EXISTS (SELECT 1 FROM pages_view v WHERE v.path = p.page)",
 			"SELECT * FROM pages_view",
+			"SELECT DISTINCT p.page FROM people p JOIN pages_view v ON v.path = p.page",
 		} {
 			if _, err := readAll(ctx, eve, q); code(err) != 1142 {
 				t.Errorf("%s: %v, want 1142", q, err)

@@ -288,6 +288,11 @@ func isolationAttacks() []attack {
 	add("public/set_union", "SELECT DP_SET_UNION(note, user_id) FROM people WHERE CAST(ssn AS DATE) IS NULL AND note NOT IN (SELECT k FROM lookup)")
 	add("public/in_protected_refused", "SELECT DISTINCT note FROM people WHERE email IN (SELECT email FROM people WHERE "+victim+")")
 	add("public/exists_protected_refused", "SELECT DISTINCT note FROM people p WHERE EXISTS (SELECT 1 FROM people q WHERE q.user_id = p.user_id AND q."+victim+")")
+	add("public/join_victim_key", "SELECT DISTINCT l.k, p.note FROM people p JOIN lookup l ON l.k = IF(p."+victim+", p.email, 'a')")
+	add("public/join_warning", "SELECT DISTINCT l.k FROM people p JOIN lookup l ON l.k = CONCAT(INET_ATON(p.email), '')")
+	add("public/left_join_cast", "SELECT DISTINCT l.k, CAST(p.ssn AS DATE) FROM people p LEFT JOIN lookup l ON l.k = p.user_id WHERE p."+victim)
+	add("public/join_group_by", "SELECT l.k, COUNT(*) FROM people p JOIN lookup l ON l.k = LEFT(p.note, 1) WHERE p."+victim+" GROUP BY l.k")
+	add("public/join_protected_refused", "SELECT DISTINCT p.note FROM people p JOIN people q ON q.email = p.email WHERE q."+victim)
 	add("public/in_or_victim", "SELECT DISTINCT note FROM people WHERE user_id IN (SELECT k FROM lookup) OR "+victim)
 	out = append(out, attack{name: "public/prepared", stmts: []string{eps, "SET @x = NULL", "SET @y = NULL",
 		"SELECT DISTINCT note FROM people WHERE user_id = ? AND CONCAT(INET_ATON(email), '') NOT IN (SELECT k FROM lookup WHERE k <> ?)"}, args: []any{"victim", "a"}})
@@ -357,6 +362,7 @@ func BenchmarkIsolationTiming(b *testing.B) {
 		{"cheap", "SELECT DISTINCT note FROM people WHERE user_id = 'victim' AND ssn LIKE '123%'"},
 		{"costly_branch", "SELECT DISTINCT note FROM people WHERE IF(user_id = 'victim', LENGTH(" + hex + "), 0) > 0"},
 		{"public_lookup", "SELECT DISTINCT note FROM people WHERE IF(user_id = 'victim', " + hex + ", user_id) IN (SELECT k FROM lookup)"},
+		{"public_join", "SELECT DISTINCT l.k FROM people p JOIN lookup l ON l.k = IF(p.user_id = 'victim', " + hex + ", p.user_id)"},
 	} {
 		for _, d := range []struct {
 			name string

@@ -74,9 +74,10 @@ func wordUsers(t *testing.T, dbs []*storage.Database) map[string]int {
 // ref.glossary(term, meaning) holding the two most widespread words and one
 // word a single user writes, go-sql-driver and the mysql command line
 // client run IN, EXISTS and NOT IN … GROUP BY releases filtered by the
-// glossary, and README's DP_NGRAMS ⋈ glossary example; each release is
-// charged once, the one-user word never comes out, and a subquery over a
-// protected table or a join with the public table is refused with 1142.
+// glossary, a release over words JOIN glossary, and README's DP_NGRAMS ⋈
+// glossary example; each release is charged once, the one-user word never
+// comes out, and a subquery over or a join with a protected table is
+// refused with 1142.
 func TestPublicLookupOverTheWire(t *testing.T) {
 	dataDir := t.TempDir()
 	opts, cred, err := governed.Demo(governed.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
@@ -125,6 +126,8 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 		clients.Query("SELECT DISTINCT w.word FROM words w WHERE EXISTS (SELECT 1 FROM posts p WHERE p.user_id = w.user_id AND p.body LIKE 'a%')"),
 		clients.Query("SELECT DISTINCT w.word FROM words w JOIN posts p ON p.user_id = w.user_id"),
 		clients.Query("SELECT term, meaning FROM ref.glossary ORDER BY term"),
+		clients.Query("SELECT DISTINCT w.word, g.meaning FROM words w JOIN ref.glossary g ON g.term = w.word ORDER BY w.word"),
+		clients.Query("SELECT parameter, value FROM DP_EXPLAIN('SELECT DISTINCT w.word FROM words w JOIN ref.glossary g ON g.term = w.word WHERE w.word IN (SELECT term FROM ref.glossary)') WHERE parameter = 'mechanism'"),
 	}
 	runners := []struct {
 		name string
@@ -176,9 +179,20 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 			if len(res[8].Rows) != 3 {
 				t.Errorf("the public table itself: %q %v", res[8].Cells(), res[8].Error)
 			}
+			if res[9].Error != nil || len(res[9].Rows) != 2 {
+				t.Errorf("join with the glossary: %q %v", res[9].Cells(), res[9].Error)
+			}
+			for _, row := range res[9].Cells() {
+				if (row[0] != top1 && row[0] != top2) || !strings.HasPrefix(row[1], "the ") {
+					t.Errorf("join with the glossary: %q", row)
+				}
+			}
+			if res[10].Error != nil || len(res[10].Rows) != 1 {
+				t.Errorf("DP_EXPLAIN of a join with a lookup: %q %v", res[10].Cells(), res[10].Error)
+			}
 			after := ledgerBalance(t, s.Ledger(), cred.AnalystUser, "demo")
-			if n := after.Releases - before.Releases; n != 4 {
-				t.Errorf("%d releases charged, want 4 (IN, EXISTS, GROUP BY, DP_NGRAMS)", n)
+			if n := after.Releases - before.Releases; n != 5 {
+				t.Errorf("%d releases charged, want 5 (IN, EXISTS, GROUP BY, DP_NGRAMS, JOIN; DP_EXPLAIN charges nothing)", n)
 			}
 		})
 	}

@@ -342,6 +342,7 @@ type source struct {
 	table    sql.Table
 	unit     string // privacy-unit column
 	filters  []sql.Expression
+	join     *publicJoin // a join with a public table (publicjoin.go), or nil
 }
 
 // protectedSource matches Filter* over [TableAlias] over a ResolvedTable of
@@ -354,6 +355,17 @@ func (p *policy) protectedSource(n sql.Node) (source, bool) {
 		case *plan.Filter:
 			s.filters = append(s.filters, c.Expression)
 			n = c.Child
+			continue
+		case *plan.JoinNode:
+			if s.join != nil {
+				return s, false
+			}
+			t, pj, ok := p.joinSides(c)
+			if !ok {
+				return s, false
+			}
+			s.join = pj
+			n = t
 			continue
 		case *plan.TableAlias:
 			rt, ok := c.Child.(*plan.ResolvedTable)
@@ -774,11 +786,23 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		b, err := bindToTable(src, tschema, e, what)
 		return release.Expr{E: b, Where: what}, err
 	}
+	if src.join != nil && src.join.err != nil {
+		return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("%v; %s", src.join.err, joinForm))
+	}
 	filters, publics, err := p.enrich(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	r.publics = publics
+	if src.join != nil {
+		jf, err := src.join.joinFilter(src, tschema)
+		if err != nil {
+			return nil, err
+		}
+		if jf != nil {
+			filters = append(filters, jf)
+		}
+	}
 	var filter release.Expr
 	for _, f := range filters {
 		b, err := bind(f, "WHERE clause")
@@ -828,6 +852,13 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 	if err != nil {
 		return nil, err
 	}
+	if src.join != nil {
+		pub, err := p.joinPublic(ctx, src, src.join)
+		if err != nil {
+			return nil, err
+		}
+		r.publics = append(r.publics, pub)
+	}
 	r.scan = scan
 	r.done = &releaseResult{}
 	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
@@ -866,6 +897,10 @@ func bindToTable(src source, tschema sql.Schema, e sql.Expression, what string) 
 		gf, ok := e.(*expression.GetField)
 		if !ok {
 			return e, transform.SameTree, nil
+		}
+		if src.join.owns(gf) {
+			g, err := src.join.column(src, tschema, gf)
+			return g, transform.NewTree, err
 		}
 		idx := tschema.IndexOfColName(gf.Name())
 		if idx < 0 || (gf.Table() != "" && !strings.EqualFold(gf.Table(), src.ref) && !strings.EqualFold(gf.Table(), src.name)) {

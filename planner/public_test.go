@@ -43,7 +43,8 @@ func (g *publicGov) Check(ctx *sql.Context, r release.Request) error {
 
 // newPublicEngine serves visits (300 users: "common", "only_<u>", and
 // "even" for even users; g = u mod 3), secrets (protected, the same
-// shape), pages (public: (common, 1), (public, 2), (even, 3), (NULL, 4))
+// shape), pages (public: (common, 1, 1), (public, 2, 1), (even, 3, 2),
+// (NULL, 4, 2))
 // and other (unprotected, undeclared: (common)).
 func newPublicEngine(t *testing.T, gov *publicGov, opts ...planner.PolicyOption) *sqle.Engine {
 	t.Helper()
@@ -71,12 +72,12 @@ func newPublicEngine(t *testing.T, gov *publicGov, opts ...planner.PolicyOption)
 		}
 		return tb.WithRowCounts(storage.HiddenCounts).WithScanGuard(release.ScanGuard(gov, "mydb", name))
 	}
-	pb, err := storage.NewTableBuilder("pages", []storage.Column{{Name: "name", Type: storage.Text}, {Name: "n", Type: storage.BigInt}})
+	pb, err := storage.NewTableBuilder("pages", []storage.Column{{Name: "name", Type: storage.Text}, {Name: "n", Type: storage.BigInt}, {Name: "k", Type: storage.BigInt}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range [][2]any{{"common", int64(1)}, {"public", int64(2)}, {"even", int64(3)}, {nil, int64(4)}} {
-		if err := pb.Append(r[0], r[1]); err != nil {
+	for _, r := range [][3]any{{"common", int64(1), int64(1)}, {"public", int64(2), int64(1)}, {"even", int64(3), int64(2)}, {nil, int64(4), int64(2)}} {
+		if err := pb.Append(r[0], r[1], r[2]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,5 +227,101 @@ func TestPublicLookupWithoutDeclaration(t *testing.T) {
 	var se *mysql.SQLError
 	if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
 		t.Errorf("got %v, want 1142", err)
+	}
+}
+
+// TestPublicJoins: T JOIN P ON P.c = T.col (inner, in either order, and
+// LEFT) with keys, filters, GROUP BY keys and aggregates over both tables.
+func TestPublicJoins(t *testing.T) {
+	cases := []struct{ q, want string }{
+		{"SELECT DISTINCT v.item, p.n FROM visits v JOIN pages p ON p.name = v.item ORDER BY 1", "common,1|even,3"},
+		{"SELECT DISTINCT p.n FROM pages p JOIN visits v ON v.item = p.name WHERE v.g = 1", "1|3"},
+		{"SELECT DISTINCT v.item, p.n FROM visits v JOIN pages p ON p.name = v.item AND p.n > 1", "even,3"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item WHERE p.n < 2 OR v.item = 'even'", "common|even"},
+		{"SELECT DISTINCT v.item, p.n FROM visits v LEFT JOIN pages p ON p.name = v.item AND p.n = 1 ORDER BY v.item", "common,1|even,<nil>"},
+		{"SELECT DISTINCT v.item FROM visits v LEFT JOIN pages p ON p.name = v.item WHERE p.n IS NULL", ""},
+		{"SELECT p.n FROM visits v JOIN pages p ON p.name = v.item GROUP BY p.n", "1|3"},
+		{"SELECT DP_SET_UNION(CONCAT(v.item, '/', p.n), v.user_id) FROM visits v JOIN pages p ON p.name = v.item", `["common/1", "even/3"]`},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item WHERE p.name IN (SELECT name FROM pages WHERE n = 3)", "even"},
+		{"SELECT DISTINCT UPPER(p.name) AS u FROM visits v JOIN pages p ON p.name = LOWER(v.item) ORDER BY u DESC", "EVEN|COMMON"},
+	}
+	for _, c := range cases {
+		gov := &publicGov{fakeGov{budget: 100}}
+		e := newPublicEngine(t, gov)
+		rows, err := query(t, e, "analyst", c.q)
+		if err != nil {
+			t.Errorf("%s: %v", c.q, err)
+			continue
+		}
+		if got := flat(rows); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.q, got, c.want)
+		}
+		if len(gov.charged) != 1 {
+			t.Errorf("%s: %d charges, want 1", c.q, len(gov.charged))
+		}
+	}
+	// Aggregates count joined rows, one per matching protected row: the
+	// same release (same seed) as the equivalent filter over T alone.
+	run := func(q string) string {
+		gov := &publicGov{fakeGov{budget: 100}}
+		rows, err := query(t, newPublicEngine(t, gov), "analyst", q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return flat(rows)
+	}
+	joined := run("SELECT /*+ SET_VAR(dp_contribution_bounds = '0,10') */ v.item, COUNT(*) AS c, SUM(p.n) FROM visits v JOIN pages p ON p.name = v.item GROUP BY v.item ORDER BY v.item")
+	alone := run("SELECT /*+ SET_VAR(dp_contribution_bounds = '0,10') */ item, COUNT(*) AS c, SUM(CASE item WHEN 'common' THEN 1 ELSE 3 END) FROM visits WHERE item IN ('common', 'even') GROUP BY item ORDER BY item")
+	if joined != alone || joined == "" {
+		t.Errorf("aggregates over the join %q, over the table alone %q", joined, alone)
+	}
+}
+
+// TestPublicJoinRefusals: joins with protected tables, undeclared tables,
+// non-equalities, outer joins the wrong way round and non-unique keys are
+// refused with 1142 before any charge.
+func TestPublicJoinRefusals(t *testing.T) {
+	cases := []struct{ q, want string }{
+		{"SELECT DISTINCT v.item FROM visits v JOIN secrets s ON s.item = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN visits w ON w.item = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN other o ON o.name = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name > v.item", "neither public_table.c = T.col"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item OR p.n = 1", "neither public_table.c = T.col"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.n = v.g AND p.name = v.item", "neither public_table.c = T.col"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.n = 1", "no equality"},
+		{"SELECT DISTINCT v.item FROM visits v, pages p WHERE p.name = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM pages p LEFT JOIN visits v ON p.name = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v RIGHT JOIN pages p ON p.name = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item JOIN secrets s ON s.user_id = v.user_id", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.n = v.item", "compares text"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item WHERE p.name = (SELECT MAX(name) FROM pages)", "not a public lookup"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item AND RAND() < 0.5", "not deterministic"},
+	}
+	for _, c := range cases {
+		gov := &publicGov{fakeGov{budget: 100}}
+		e := newPublicEngine(t, gov)
+		_, err := query(t, e, "analyst", c.q)
+		var se *mysql.SQLError
+		if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
+			t.Errorf("%s: got %v, want error 1142", c.q, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want it to say %q", c.q, err, c.want)
+		}
+		if len(gov.charged) != 0 {
+			t.Errorf("%s: charged %d", c.q, len(gov.charged))
+		}
+	}
+	// A join key that repeats among the public rows read: refused when the
+	// public side is read, before the charge.
+	gov := &publicGov{fakeGov{budget: 100}}
+	e := newPublicEngine(t, gov)
+	_, err := query(t, e, "analyst", "SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.k = v.g")
+	if err == nil || !strings.Contains(err.Error(), "more than once") {
+		t.Errorf("non-unique key: %v", err)
+	}
+	if len(gov.charged) != 0 {
+		t.Errorf("non-unique key: charged %d", len(gov.charged))
 	}
 }

@@ -32,7 +32,10 @@ type Public struct {
 	table    sql.Table
 	prog     *sealed.Program
 	filter   int // program index of the filter, -1 without one
-	set      *lookup.Set
+	// cols, for a join, are the program indexes of the public columns
+	// its Set keeps per key (nil: an IN / EXISTS set).
+	cols []int
+	set  *lookup.Set
 }
 
 // NewPublic compiles the public side of a lookup over db.name. value and
@@ -40,11 +43,30 @@ type Public struct {
 // the values. Its errors (what the allow-list refuses, constants that
 // fail) say where; the caller makes them refusals of the release.
 func NewPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter Expr, set *lookup.Set, lim sealed.Limits) (*Public, error) {
+	return newPublic(ctx, db, name, table, value, filter, nil, set, lim)
+}
+
+// NewPublicJoin compiles the public side of a join with db.name: key is
+// the join column, filter the join's conditions on the public table alone,
+// and cols the public columns the release reads, kept per key (the key
+// must be unique: Fill fails otherwise).
+func NewPublicJoin(ctx *sql.Context, db, name string, table sql.Table, key, filter Expr, cols []Expr, set *lookup.Set, lim sealed.Limits) (*Public, error) {
+	return newPublic(ctx, db, name, table, key, filter, cols, set, lim)
+}
+
+func newPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter Expr, cols []Expr, set *lookup.Set, lim sealed.Limits) (*Public, error) {
 	all := []Expr{value}
 	p := &Public{db: db, name: name, filter: -1, set: set}
 	if filter.E != nil {
 		p.filter = 1
 		all = append(all, filter)
+	}
+	if cols != nil {
+		p.cols = []int{}
+	}
+	for _, c := range cols {
+		p.cols = append(p.cols, len(all))
+		all = append(all, c)
 	}
 	for _, e := range all {
 		if _, err := sealed.Compile(ctx, []sql.Expression{e.E}, len(table.Schema()), lim); err != nil {
@@ -90,7 +112,17 @@ func (p *Public) Fill(ctx *sql.Context) error {
 		if !ok {
 			return
 		}
-		addErr = p.set.Add(sctx, v)
+		if p.cols == nil {
+			addErr = p.set.Add(sctx, v)
+			return
+		}
+		vals := make([]any, len(p.cols))
+		for i, c := range p.cols {
+			if vals[i], ok = ev.Value(c); !ok {
+				return
+			}
+		}
+		addErr = p.set.AddRow(sctx, v, vals)
 	})
 	if err == nil {
 		err = addErr

@@ -86,3 +86,62 @@ func (in *In) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	}
 	return false, nil
 }
+
+// Get is the value of column Col of the public row a join matches with
+// left's value (its Set filled by AddRow): NULL when none matches. It is
+// how a release reads a public column of `T JOIN P ON P.c = left`: P.c is
+// unique, so a protected row has at most one public row.
+type Get struct {
+	Left sql.Expression
+	Set  *Set
+	Col  int
+	Typ  sql.Type
+	// Name is the public column's name, for String.
+	Name string
+}
+
+var _ sql.Expression = (*Get)(nil)
+
+// NewGet returns Get over s.
+func NewGet(left sql.Expression, s *Set, col int, typ sql.Type, name string) *Get {
+	return &Get{Left: left, Set: s, Col: col, Typ: typ, Name: name}
+}
+
+// Resolved implements sql.Expression.
+func (g *Get) Resolved() bool { return g.Left.Resolved() }
+
+// String implements sql.Expression.
+func (g *Get) String() string { return fmt.Sprintf("%s(public row of %s)", g.Name, g.Left) }
+
+// Type implements sql.Expression.
+func (g *Get) Type() sql.Type { return g.Typ }
+
+// IsNullable implements sql.Expression.
+func (g *Get) IsNullable() bool { return true }
+
+// Children implements sql.Expression.
+func (g *Get) Children() []sql.Expression { return []sql.Expression{g.Left} }
+
+// WithChildren implements sql.Expression; the set is shared.
+func (g *Get) WithChildren(ch ...sql.Expression) (sql.Expression, error) {
+	if len(ch) != 1 {
+		return nil, sql.ErrInvalidChildrenNumber.New(g, len(ch), 1)
+	}
+	out := *g
+	out.Left = ch[0]
+	return &out, nil
+}
+
+// Eval implements sql.Expression: one conversion of left's value and one
+// hash lookup.
+func (g *Get) Eval(ctx *sql.Context, row sql.Row) (any, error) {
+	v, err := g.Left.Eval(ctx, row)
+	if err != nil {
+		return nil, err
+	}
+	r, err := g.Set.row(ctx, v)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	return r[g.Col], nil
+}

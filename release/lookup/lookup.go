@@ -125,8 +125,9 @@ type Set struct {
 
 	mu      sync.RWMutex
 	keys    map[string]struct{}
+	rows    map[string][]any // a join's set: the public row of each key
 	hasNull bool
-	rows    int
+	nrows   int
 	bytes   int
 	done    bool
 }
@@ -144,7 +145,7 @@ func (s *Set) Class() Class { return s.class }
 func (s *Set) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.keys, s.hasNull, s.rows, s.bytes, s.done = map[string]struct{}{}, false, 0, 0, false
+	s.keys, s.rows, s.hasNull, s.nrows, s.bytes, s.done = map[string]struct{}{}, nil, false, 0, 0, false
 }
 
 // Add adds one public value (nil: NULL). It fails beyond the limits, and
@@ -155,7 +156,7 @@ func (s *Set) Add(ctx *sql.Context, v any) error {
 	if s.keys == nil {
 		s.keys = map[string]struct{}{}
 	}
-	if s.rows++; s.rows > s.lim.MaxRows {
+	if s.nrows++; s.nrows > s.lim.MaxRows {
 		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
 	}
 	if v == nil {
@@ -174,6 +175,58 @@ func (s *Set) Add(ctx *sql.Context, v any) error {
 	}
 	s.keys[k] = struct{}{}
 	return nil
+}
+
+// AddRow adds the public row of a join whose key is v: the key must be
+// unique (a lookup table); a NULL key matches nothing and is not stored.
+// It fails beyond the limits, for a key that cannot be compared in the
+// set's class, and for a key already added.
+func (s *Set) AddRow(ctx *sql.Context, v any, row []any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = map[string]struct{}{}
+	}
+	if s.nrows++; s.nrows > s.lim.MaxRows {
+		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
+	}
+	if v == nil {
+		return nil
+	}
+	k, err := s.key(ctx, v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.what, err)
+	}
+	if _, dup := s.keys[k]; dup {
+		return fmt.Errorf("%w: the join key %v appears more than once in %s; a join with a public table needs a key that is unique among the public rows it reads (filter them in ON, or use IN / EXISTS)", ErrNotUnique, v, s.what)
+	}
+	n := len(k)
+	for _, x := range row {
+		n += valueSize(x)
+	}
+	if s.bytes += n; s.bytes > s.lim.MaxBytes {
+		return fmt.Errorf("%w: the rows of %s take more than %d bytes (at most %d bytes of public values are read into one lookup)", ErrTooLarge, s.what, s.lim.MaxBytes, s.lim.MaxBytes)
+	}
+	if s.rows == nil {
+		s.rows = map[string][]any{}
+	}
+	s.keys[k] = struct{}{}
+	s.rows[k] = row
+	return nil
+}
+
+// ErrNotUnique is wrapped by the error of AddRow for a repeated key.
+var ErrNotUnique = errors.New("public join key not unique")
+
+// valueSize is the approximate size of a public value in bytes.
+func valueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x) + 16
+	case []byte:
+		return len(x) + 24
+	}
+	return 16
 }
 
 // Done marks the set filled: probes may start.
@@ -211,6 +264,23 @@ func (s *Set) probe(ctx *sql.Context, v any) (found, hasNull, empty bool, err er
 	}
 	_, found = s.keys[k]
 	return found, s.hasNull, empty, nil
+}
+
+// row returns the public row whose key is v, or nil.
+func (s *Set) row(ctx *sql.Context, v any) ([]any, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.done {
+		return nil, ErrNotFilled
+	}
+	if v == nil {
+		return nil, nil
+	}
+	k, err := s.key(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return s.rows[k], nil
 }
 
 // key returns the canonical key of v in the set's class.

@@ -136,3 +136,35 @@ func TestCompatible(t *testing.T) {
 		t.Error("JSON")
 	}
 }
+
+// TestJoinRows: a join's set maps each key to its public row; Get reads
+// a column of it, NULL without a match; a repeated key is an error.
+func TestJoinRows(t *testing.T) {
+	ctx := sql.NewEmptyContext()
+	s := NewSet(Number, 0, "t", Limits{})
+	s.Reset()
+	if err := s.AddRow(ctx, int64(1), []any{"one", int64(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRow(ctx, nil, []any{"null", int64(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRow(ctx, 1.0, []any{"again", int64(11)}); !errors.Is(err, ErrNotUnique) {
+		t.Errorf("repeated key: %v", err)
+	}
+	s.Done()
+	get := func(v any, col int) any {
+		g := NewGet(expression.NewLiteral(v, types.Int64), s, col, types.LongText, "t.c")
+		x, err := g.Eval(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	if get(int64(1), 0) != "one" || get(int64(1), 1) != int64(10) || get(int64(2), 0) != nil || get(nil, 0) != nil {
+		t.Error("Get")
+	}
+	if eval(t, s, true, int64(1), types.Int64) != true || eval(t, s, true, nil, types.Int64) != false {
+		t.Error("EXISTS over a join's set")
+	}
+}

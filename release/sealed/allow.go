@@ -195,6 +195,9 @@ func init() {
 	allow(noted(op("Public data", "IN (SELECT … FROM public)", "EXISTS (SELECT … FROM public …)"),
 		"over tables the configuration declares public; read before the protected table, bounded; one hash lookup per row"),
 		rule{}, typeOf[*lookup.In]())
+	allow(noted(op("Public data", "JOIN public ON public.c = …"),
+		"the public table's join column must be unique among the rows it reads; one hash lookup per row"),
+		rule{}, typeOf[*lookup.Get]())
 
 	// JSON.
 	allow(noted(op("JSON", "JSON_EXTRACT", "->", "JSON_UNQUOTE", "->>", "JSON_VALID", "JSON_TYPE", "JSON_LENGTH", "JSON_QUOTE"),
