@@ -666,7 +666,7 @@ func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
 		return aggregate{kind: dpagg.CountValues, value: x.Child}, true, nil
 	case *aggregation.CountDistinct:
 		if ch := x.Children(); len(ch) == 1 {
-			if gf, ok := ch[0].(*expression.GetField); ok && strings.EqualFold(gf.Name(), src.unit) {
+			if gf, ok := ch[0].(*expression.GetField); ok && strings.EqualFold(gf.Name(), src.unit) && !src.join.owns(gf) {
 				return aggregate{kind: dpagg.CountUnits}, true, nil
 			}
 		}

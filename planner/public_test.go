@@ -43,8 +43,8 @@ func (g *publicGov) Check(ctx *sql.Context, r release.Request) error {
 
 // newPublicEngine serves visits (300 users: "common", "only_<u>", and
 // "even" for even users; g = u mod 3), secrets (protected, the same
-// shape), pages (public: (common, 1, 1), (public, 2, 1), (even, 3, 2),
-// (NULL, 4, 2))
+// shape), pages (public, (name, n, user_id): (common, 1, 1), (public, 2,
+// 1), (even, 3, 2), (NULL, 4, 2))
 // and other (unprotected, undeclared: (common)).
 func newPublicEngine(t *testing.T, gov *publicGov, opts ...planner.PolicyOption) *sqle.Engine {
 	t.Helper()
@@ -72,7 +72,7 @@ func newPublicEngine(t *testing.T, gov *publicGov, opts ...planner.PolicyOption)
 		}
 		return tb.WithRowCounts(storage.HiddenCounts).WithScanGuard(release.ScanGuard(gov, "mydb", name))
 	}
-	pb, err := storage.NewTableBuilder("pages", []storage.Column{{Name: "name", Type: storage.Text}, {Name: "n", Type: storage.BigInt}, {Name: "k", Type: storage.BigInt}})
+	pb, err := storage.NewTableBuilder("pages", []storage.Column{{Name: "name", Type: storage.Text}, {Name: "n", Type: storage.BigInt}, {Name: "user_id", Type: storage.BigInt}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,6 +296,8 @@ func TestPublicJoinRefusals(t *testing.T) {
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.n = v.item", "compares text"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item WHERE p.name = (SELECT MAX(name) FROM pages)", "not a public lookup"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item AND RAND() < 0.5", "not deterministic"},
+		// A public column named like the privacy unit is not the unit.
+		{"SELECT p.name, COUNT(DISTINCT p.user_id) FROM visits v JOIN pages p ON p.name = v.item GROUP BY p.name", "COUNT(DISTINCT …) of anything but the privacy unit"},
 	}
 	for _, c := range cases {
 		gov := &publicGov{fakeGov{budget: 100}}
@@ -317,7 +319,7 @@ func TestPublicJoinRefusals(t *testing.T) {
 	// public side is read, before the charge.
 	gov := &publicGov{fakeGov{budget: 100}}
 	e := newPublicEngine(t, gov)
-	_, err := query(t, e, "analyst", "SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.k = v.g")
+	_, err := query(t, e, "analyst", "SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.user_id = v.g")
 	if err == nil || !strings.Contains(err.Error(), "more than once") {
 		t.Errorf("non-unique key: %v", err)
 	}
