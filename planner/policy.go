@@ -55,6 +55,18 @@ func WithLimits(l sealed.Limits) PolicyOption {
 //     variables give the options; gov.Check refuses a release over budget
 //     before any data is read, and the node charges gov.Charge before it
 //     reads a row.
+//   - Public enrichment: a release may filter its protected rows with
+//     T.col [NOT] IN (SELECT c FROM P …) and [NOT] EXISTS (SELECT … FROM P
+//     WHERE P.c = T.col …), and join T with P (T [INNER|LEFT] JOIN P ON
+//     P.c = T.col …, P.c unique), where P is a table the governor declares
+//     public (release.PublicTables). P is read into a bounded lookup.Set
+//     before the charge and the protected scan, from public data alone; each
+//     protected row probes it once inside the sealed evaluation. Every
+//     filter and key is then a fixed function of one protected row and
+//     public data, so each user still contributes only through their own
+//     rows and the mechanism's sensitivity bound and (ε, δ) are unchanged
+//     (proof sketches in public.go and publicjoin.go). Any other subquery
+//     or join in a release is refused with 1142.
 //   - GuardProtected (post-validation) refuses, with MySQL error 1142, any
 //     plan that still reads a protected table in any other way (plain
 //     SELECT, aggregates, joins, subqueries, window functions, EXPLAIN
