@@ -70,15 +70,19 @@ func wordUsers(t *testing.T, dbs []*storage.Database) map[string]int {
 	return out
 }
 
-// TestPublicLookupOverTheWire: on the demo with a public table
-// ref.glossary(term, meaning) holding the two most widespread words and one
-// word a single user writes, go-sql-driver and the mysql command line
-// client run IN, EXISTS and NOT IN … GROUP BY releases filtered by the
-// glossary, a release over words JOIN glossary, and README's DP_NGRAMS ⋈
-// glossary example; each release is charged once, the one-user word never
-// comes out, and a subquery over or a join with a protected table is
-// refused with 1142.
-func TestPublicLookupOverTheWire(t *testing.T) {
+// glossaryDemo is the demo with the public table ref.glossary.
+type glossaryDemo struct {
+	*governed.Server
+	analyst          clients.Target
+	user             string
+	top1, top2, rare string
+}
+
+// startGlossaryDemo starts the demo with ref.glossary holding the two most
+// widespread words and one word a single user writes; limits, when set,
+// changes the configuration's limits first.
+func startGlossaryDemo(t *testing.T, limits func(*config.Limits)) *glossaryDemo {
+	t.Helper()
 	dataDir := t.TempDir()
 	opts, cred, err := governed.Demo(governed.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
 		AnalystPassword: analystPassword, AdminPassword: adminPassword})
@@ -111,9 +115,26 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 	writeFile(t, glossary, fmt.Sprintf("term,meaning\n%s,the commonest word\n%s,the runner-up\n%s,one person's pet word\n", top1, top2, rare))
 	opts.Config.Datasets = append(opts.Config.Datasets, config.Dataset{Database: "ref", Table: "glossary", File: glossary, Header: true,
 		Columns: []config.Column{{Name: "term", Type: "VARCHAR(64)"}, {Name: "meaning", Type: "TEXT"}}, Public: true})
+	if limits != nil {
+		limits(&opts.Config.Limits)
+	}
 	s := serveGoverned(t, opts)
 	host, port := splitAddr(t, s.Addr())
-	analyst := clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"}
+	return &glossaryDemo{Server: s, user: cred.AnalystUser, top1: top1, top2: top2, rare: rare,
+		analyst: clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"}}
+}
+
+// TestPublicLookupOverTheWire: on the demo with a public table
+// ref.glossary(term, meaning) holding the two most widespread words and one
+// word a single user writes, go-sql-driver and the mysql command line
+// client run IN, EXISTS and NOT IN … GROUP BY releases filtered by the
+// glossary, a release over words JOIN glossary, and README's DP_NGRAMS ⋈
+// glossary example; each release is charged once, the one-user word never
+// comes out, and a subquery over or a join with a protected table is
+// refused with 1142.
+func TestPublicLookupOverTheWire(t *testing.T) {
+	g := startGlossaryDemo(t, nil)
+	s, analyst, top1, top2, rare := g.Server, g.analyst, g.top1, g.top2, g.rare
 
 	stmts := []clients.Statement{
 		clients.Query("SET dp_epsilon = 1"),
@@ -135,7 +156,7 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 	}{{"go-sql-driver", clients.GoDriver{}}, {"mysql CLI", clients.MariaDBCLI{Path: mysqlCLI(t), Stdin: true}}}
 	for _, c := range runners {
 		t.Run(c.name, func(t *testing.T) {
-			before := ledgerBalance(t, s.Ledger(), cred.AnalystUser, "demo")
+			before := ledgerBalance(t, s.Ledger(), g.user, "demo")
 			res := runClient(t, c.r, analyst, stmts)
 			if len(res) != len(stmts) {
 				t.Fatalf("%d results", len(res))
@@ -190,10 +211,31 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 			if res[10].Error != nil || len(res[10].Rows) != 1 {
 				t.Errorf("DP_EXPLAIN of a join with a lookup: %q %v", res[10].Cells(), res[10].Error)
 			}
-			after := ledgerBalance(t, s.Ledger(), cred.AnalystUser, "demo")
+			after := ledgerBalance(t, s.Ledger(), g.user, "demo")
 			if n := after.Releases - before.Releases; n != 5 {
 				t.Errorf("%d releases charged, want 5 (IN, EXISTS, GROUP BY, DP_NGRAMS, JOIN; DP_EXPLAIN charges nothing)", n)
 			}
 		})
+	}
+}
+
+// TestPublicLookupLimit: limits.public_lookup_rows bounds the public side;
+// beyond it the statement fails, naming the limit, and charges nothing.
+func TestPublicLookupLimit(t *testing.T) {
+	g := startGlossaryDemo(t, func(l *config.Limits) { l.PublicLookupRows = 2 })
+	before := ledgerBalance(t, g.Ledger(), g.user, "demo")
+	res := runClient(t, clients.GoDriver{}, g.analyst, []clients.Statement{
+		clients.Query("SELECT DISTINCT word FROM words WHERE word IN (SELECT term FROM ref.glossary)"),
+		clients.Query("SELECT DISTINCT w.word FROM words w JOIN ref.glossary g ON g.term = w.word AND g.meaning LIKE '%word'"),
+	})
+	if res[0].Error == nil || !strings.Contains(res[0].Error.Message, "limits.public_lookup_rows") {
+		t.Errorf("over the limit: %q %v", res[0].Cells(), res[0].Error)
+	}
+	if res[1].Error != nil {
+		t.Errorf("within the limit (two rows pass ON): %v", res[1].Error)
+	}
+	after := ledgerBalance(t, g.Ledger(), g.user, "demo")
+	if n := after.Releases - before.Releases; n != 1 {
+		t.Errorf("%d releases charged, want 1", n)
 	}
 }

@@ -157,7 +157,7 @@ func (s *Set) Add(ctx *sql.Context, v any) error {
 		s.keys = map[string]struct{}{}
 	}
 	if s.nrows++; s.nrows > s.lim.MaxRows {
-		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
+		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup: the server's limits.public_lookup_rows)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
 	}
 	if v == nil {
 		s.hasNull = true
@@ -171,7 +171,7 @@ func (s *Set) Add(ctx *sql.Context, v any) error {
 		return nil
 	}
 	if s.bytes += len(k); s.bytes > s.lim.MaxBytes {
-		return fmt.Errorf("%w: the values of %s take more than %d bytes (at most %d bytes of public values are read into one lookup)", ErrTooLarge, s.what, s.lim.MaxBytes, s.lim.MaxBytes)
+		return fmt.Errorf("%w: the values of %s take more than %d bytes (at most %d bytes of public values are read into one lookup: the server's limits.public_lookup_bytes)", ErrTooLarge, s.what, s.lim.MaxBytes, s.lim.MaxBytes)
 	}
 	s.keys[k] = struct{}{}
 	return nil
@@ -188,7 +188,7 @@ func (s *Set) AddRow(ctx *sql.Context, v any, row []any) error {
 		s.keys = map[string]struct{}{}
 	}
 	if s.nrows++; s.nrows > s.lim.MaxRows {
-		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
+		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup: the server's limits.public_lookup_rows)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
 	}
 	if v == nil {
 		return nil
@@ -205,7 +205,7 @@ func (s *Set) AddRow(ctx *sql.Context, v any, row []any) error {
 		n += valueSize(x)
 	}
 	if s.bytes += n; s.bytes > s.lim.MaxBytes {
-		return fmt.Errorf("%w: the rows of %s take more than %d bytes (at most %d bytes of public values are read into one lookup)", ErrTooLarge, s.what, s.lim.MaxBytes, s.lim.MaxBytes)
+		return fmt.Errorf("%w: the rows of %s take more than %d bytes (at most %d bytes of public values are read into one lookup: the server's limits.public_lookup_bytes)", ErrTooLarge, s.what, s.lim.MaxBytes, s.lim.MaxBytes)
 	}
 	if s.rows == nil {
 		s.rows = map[string][]any{}

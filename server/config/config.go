@@ -173,6 +173,11 @@ type Limits struct {
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`
 	ReleaseRowWork    int `yaml:"release_row_work"`
+	// PublicLookupRows and PublicLookupBytes bound the public side of each
+	// public lookup or join of a release (lookup.DefaultLimits: 1,048,576
+	// rows, 64 MiB).
+	PublicLookupRows  int `yaml:"public_lookup_rows"`
+	PublicLookupBytes int `yaml:"public_lookup_bytes"`
 	// MinEpsilon, MinDelta and MaxDelta bound every release's ε and δ
 	// (governance.DefaultBounds: 0.001, 1e-15, 1e-5); MaxBudgetDelta bounds
 	// the δ of a budget (default 1e-4).

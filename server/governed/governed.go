@@ -33,6 +33,7 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/lookup"
 	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
@@ -198,7 +199,10 @@ func New(o Options) (_ *Server, err error) {
 	fcfg.Governor = gov
 	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	lim := serverLimits(cfg.Limits)
-	popts := []planner.PolicyOption{planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork})}
+	popts := []planner.PolicyOption{
+		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
+		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
+	}
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
 	}
