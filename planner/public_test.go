@@ -245,6 +245,13 @@ func TestPublicJoins(t *testing.T) {
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item WHERE p.name IN (SELECT name FROM pages WHERE n = 3)", "even"},
 		{"SELECT DISTINCT UPPER(p.name) AS u FROM visits v JOIN pages p ON p.name = LOWER(v.item) ORDER BY u DESC", "EVEN|COMMON"},
 	}
+	// Two joins that differ only by their public conditions are two
+	// releases, not one (the statement's release memo).
+	gov := &publicGov{fakeGov{budget: 100}}
+	q := "SELECT DISTINCT v.item, p.n FROM visits v JOIN pages p ON p.name = v.item AND p.n = 1 UNION ALL SELECT DISTINCT v.item, p.n FROM visits v JOIN pages p ON p.name = v.item AND p.n = 3 ORDER BY 2"
+	if rows, err := query(t, newPublicEngine(t, gov), "analyst", q); err != nil || flat(rows) != "common,1|even,3" || len(gov.charged) != 2 {
+		t.Errorf("%s: %q %v, %d charges", q, flat(rows), err, len(gov.charged))
+	}
 	for _, c := range cases {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)

@@ -66,6 +66,7 @@ type publicJoin struct {
 	set   *lookup.Set
 	bound sql.Expression // left bound to T's rows
 	cols  []*expression.GetField
+	desc  string // the public side, in the text of the release's expressions (its memo key)
 }
 
 const joinForm = "a private release may join its protected table T with one table the server's configuration declares public, as T [INNER|LEFT] JOIN public_table ON public_table.c = T.col [AND …conditions on public_table alone…], where public_table.c is unique among the rows it reads"
@@ -159,7 +160,7 @@ func (pj *publicJoin) column(src source, tschema sql.Schema, gf *expression.GetF
 		pj.cols = append(pj.cols, expression.NewGetFieldWithTable(idx, 0, c.Type, pj.pub.db, pj.pub.name, c.Name, c.Nullable))
 	}
 	c := pschema[idx]
-	return lookup.NewGet(pj.bound, pj.set, col, c.Type, pj.pub.db+"."+pj.pub.name+"."+c.Name), nil
+	return lookup.NewGet(pj.bound, pj.set, col, c.Type, c.Name+" of "+pj.desc), nil
 }
 
 // prepare makes the join's set and binds its protected side, once.
@@ -181,6 +182,10 @@ func (pj *publicJoin) prepare(src source, tschema sql.Schema) error {
 		return err
 	}
 	pj.set = lookup.NewSet(class, coll, fmt.Sprintf("public table %s.%s", pj.pub.db, pj.pub.name), pj.lim)
+	pj.desc = fmt.Sprintf("%s.%s ON %s", pj.pub.db, pj.pub.name, pj.key)
+	if pj.filter != nil {
+		pj.desc += " AND " + pj.filter.String()
+	}
 	return nil
 }
 
@@ -193,7 +198,7 @@ func (pj *publicJoin) joinFilter(src source, tschema sql.Schema) (sql.Expression
 	if pj.outer {
 		return nil, nil
 	}
-	return lookup.NewIn(pj.bound, pj.set, true, fmt.Sprintf("%s.%s (join)", pj.pub.db, pj.pub.name)), nil
+	return lookup.NewIn(pj.bound, pj.set, true, pj.desc), nil
 }
 
 // public compiles the join's public side, once every column the release
