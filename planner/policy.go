@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -888,7 +889,18 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 // with which options.
 func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%s.%s|%v|", r.mode, r.db, r.name, r.options())
+	fmt.Fprintf(&b, "%d|%s.%s|", r.mode, r.db, r.name)
+	for _, o := range r.options() {
+		// α is a pointer: its value, not its address, identifies the
+		// release.
+		alpha := "default"
+		if o.Alpha != nil {
+			alpha = strconv.FormatFloat(*o.Alpha, 'g', -1, 64)
+		}
+		o.Alpha = nil
+		fmt.Fprintf(&b, "%v alpha=%s;", o, alpha)
+	}
+	b.WriteString("|")
 	if filter.E != nil {
 		b.WriteString(filter.E.String())
 	}
