@@ -501,8 +501,8 @@ func TestReuseIsolation(t *testing.T) {
 		{name: "victim after reload", stmts: []string{eps, "SELECT DISTINCT note FROM people WHERE user_id = 'victim'"}},
 	}
 	type deployment struct {
-		dir, data, cfg string
-		srv            *governed.Server
+		dir, data string
+		srv       *governed.Server
 	}
 	deps := make([]*deployment, 2)
 	for i := range deps {

@@ -17,12 +17,15 @@ import (
 // An identical release request within a window may be answered with the
 // result of the earlier release instead of a new one, at no charge
 // (Reuser). This is post-processing: the earlier result o = M(D) has already
-// been released to the analyst (or, with a database scope, to an analyst of
-// the same database under the same configuration), and handing out o again
-// is a function of o and of data-independent inputs — the request's
-// specification, the query history, the configuration, the tables' load
-// generations and the clock — so it is as private as o and composes with
-// nothing (Dwork & Roth 2014, Proposition 2.1). The decision "reuse or not"
+// been released to the analyst, and handing out o again is a function of o
+// and of data-independent inputs — the request's specification, the query
+// history, the configuration, the tables' load generations and the clock —
+// so it is as private as o and composes with nothing (Dwork & Roth 2014,
+// Proposition 2.1). With a governor that shares releases between analysts
+// (governance.ScopeDatabase) the argument holds for the analysts of a
+// database together, not for each: an analyst's view then contains releases
+// charged to the others, as if they pooled their results, and is bounded by
+// the sum of the budgets involved. The decision "reuse or not"
 // is visible to the analyst (the Note NoteReused, DP_AUDIT, DP_BUDGET), so
 // it must itself depend on none of D: the ReuseKey is built from the
 // planned release (Scan.Spec: the table, the bound filter and keys with

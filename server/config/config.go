@@ -160,7 +160,8 @@ type Reuse struct {
 	Window time.Duration `yaml:"window"`
 	// Scope is "analyst" (the default: an analyst reuses only their own
 	// releases) or "database" (any analyst with a budget on the database
-	// reuses any other's).
+	// reuses any other's: the analysts of the database pool their
+	// releases, so each one's guarantee is the sum of their budgets).
 	Scope string `yaml:"scope"`
 }
 

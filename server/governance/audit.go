@@ -43,6 +43,9 @@ const AuditName = "dp_audit"
 //	connection_id       the MySQL connection that made the request
 //
 // It reads the ledger only: never a protected row, and it charges nothing.
+// Sequence numbers are the ledger's, global to all analysts: the gaps in an
+// analyst's own records show how many records others caused (about the
+// analysts' activity, nothing about the protected data).
 func AuditSchema() sql.Schema {
 	col := func(name string, t sql.Type, nullable bool) *sql.Column {
 		return &sql.Column{Name: name, Type: t, Nullable: nullable, Source: AuditName}

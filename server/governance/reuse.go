@@ -20,7 +20,11 @@ const (
 	// ScopeAnalyst: an analyst reuses only their own releases.
 	ScopeAnalyst Scope = "analyst"
 	// ScopeDatabase: an analyst reuses the releases of every analyst with
-	// a budget on the same database.
+	// a budget on the same database. The analysts of a database then pool
+	// their releases: what one of them learns is bounded by the sum of the
+	// budgets of those whose releases they reuse, not by their own budget
+	// alone (post-processing holds for the group); a reuse Note also tells
+	// an analyst that someone ran the same release, and when.
 	ScopeDatabase Scope = "database"
 )
 

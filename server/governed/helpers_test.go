@@ -107,7 +107,7 @@ tls:
   require: %s
 data_dir: data
 # The tests count charges, so identical releases are made and charged
-# again; reuse_test.go turns reuse on (setReuse).
+# again (release reuse is tested in integration/reuse_test.go).
 reuse: {enabled: false}
 accounting:
   method: %s
@@ -155,18 +155,6 @@ accounts:
 		hash(config.CachingSha2Password, carolPass), hash(config.NativePassword, davePass))
 	write(t, d.cfgPath, cfg)
 	return d
-}
-
-// setReuse replaces the configuration's reuse section by the flow mapping
-// m, e.g. "{enabled: true, scope: database}".
-func (d *deployment) setReuse(t *testing.T, m string) {
-	t.Helper()
-	b, err := os.ReadFile(d.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.Replace(string(b), "reuse: {enabled: false}", "reuse: "+m, 1)
-	write(t, d.cfgPath, s)
 }
 
 func write(t *testing.T, path, content string) {
