@@ -25,8 +25,8 @@ import (
 // other options or another analyst make a new release; a restart keeps
 // the stored releases.
 
+// alicePassword is resources_harness_test.go's.
 const (
-	alicePassword = "alice-pw-0"
 	bobPassword   = "bob-pw-0"
 	carolPassword = "carol-pw-0"
 	davePassword  = "dave-pw-0"
