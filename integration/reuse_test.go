@@ -548,3 +548,52 @@ func TestReuseIsolation(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkReuse compares, on the demo over the wire, a new release on a
+// deployment without reuse, a new release that is also stored (dp_reuse =
+// OFF on a deployment with reuse) and a reused one, per kind of release:
+//
+//	go test -run X -bench Reuse -benchtime 5x ./integration/
+func BenchmarkReuse(b *testing.B) {
+	start := func(reuse bool) *dbsql.Conn {
+		opts, _, err := governed.Demo(governed.DemoOptions{Listen: "127.0.0.1:0", DataDir: b.TempDir(), AnalystPassword: analystPassword, AdminPassword: adminPassword})
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts.Config.Accounts.Analysts[0].Budgets[0].Epsilon = 1e4
+		opts.Config.Accounts.Analysts[0].Budgets[0].Delta = 1e-3
+		opts.Config.Reuse.Enabled = &reuse
+		host, port := splitAddr(b, serveGoverned(b, opts).Addr())
+		c, err := openGo(b, clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "demo"}).Conn(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c
+	}
+	on, off := start(true), start(false)
+	for _, k := range []struct{ name, q string }{
+		{"distinct", "SELECT DISTINCT word FROM words"},
+		{"aggregates", "SELECT word, COUNT(*) FROM words GROUP BY word"},
+		{"ngrams", "SELECT * FROM DP_NGRAMS('demo.posts', 'body', 'user_id', 'max_n=2')"},
+	} {
+		hinted := k.q[:len("SELECT")] + " /*+ SET_VAR(dp_reuse = OFF) */" + k.q[len("SELECT"):]
+		for _, m := range []struct {
+			name string
+			c    *dbsql.Conn
+			q    string
+		}{{"new", off, k.q}, {"new+store", on, hinted}, {"reused", on, k.q}} {
+			b.Run(k.name+"/"+m.name, func(b *testing.B) {
+				if _, err := readAll(context.Background(), m.c, m.q); err != nil { // stores a release for "reused"
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for range b.N {
+					if _, err := readAll(context.Background(), m.c, m.q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
