@@ -204,8 +204,27 @@ func TestReuseOverTheWire(t *testing.T) {
 	alice := d.conn(t, "alice", alicePassword)
 	const q = "SELECT DISTINCT item FROM events"
 
+	// DP_EXPLAIN says whether a release would be reused, charging nothing.
+	explainCost := func(q string) map[string]string {
+		t.Helper()
+		rows, err := readAll(context.Background(), alice, "SELECT parameter, value FROM DP_EXPLAIN(?) WHERE release_no = 0", q)
+		if err != nil {
+			t.Fatalf("DP_EXPLAIN: %v", err)
+		}
+		m := map[string]string{}
+		for _, r := range rows {
+			m[r[0]] = r[1]
+		}
+		return m
+	}
+	if e := explainCost(q); !strings.HasPrefix(e["shop.charge"], "ε=1 ") || e["shop.reuse_window"] != "24h0m0s" || e["shop.reused"] != "" {
+		t.Errorf("DP_EXPLAIN before the first release: %v", e)
+	}
 	first := run(t, alice, q)
 	mustNew(t, "first release", first, "0")
+	if e := explainCost(q + " LIMIT 3"); e["charge"] != "none" || !strings.HasSuffix(e["shop.reused"], "UTC (audit record 1)") || e["shop.charge"] != "" {
+		t.Errorf("DP_EXPLAIN of a release that would be reused: %v", e)
+	}
 	if len(first.rows) < 5 || len(first.warnings) != 0 {
 		t.Fatalf("first release: %d rows, warnings %v", len(first.rows), first.warnings)
 	}

@@ -105,15 +105,22 @@ func (g *Governor) reuseKey(ctx *sql.Context, reqs []release.Request) []byte {
 // reusable reports whether r, a request of a governed session, would be
 // answered from a stored release now (advisory, like Check).
 func (g *Governor) reusable(ctx *sql.Context, r release.Request) bool {
+	_, ok := g.storedFor(ctx, r)
+	return ok
+}
+
+// storedFor returns the stored release that would answer r now, if any
+// (advisory: it changes nothing).
+func (g *Governor) storedFor(ctx *sql.Context, r release.Request) (ledger.Stored, bool) {
 	if r.Reuse.Fresh {
-		return false
+		return ledger.Stored{}, false
 	}
 	key := g.reuseKey(ctx, []release.Request{r})
 	if key == nil {
-		return false
+		return ledger.Stored{}, false
 	}
-	_, ok, err := g.ledger.Lookup(key, User(ctx), r.Database, g.reuse.Window)
-	return err == nil && ok
+	s, ok, err := g.ledger.Lookup(key, User(ctx), r.Database, g.reuse.Window)
+	return s, err == nil && ok && len(s.Charges) > 0
 }
 
 // ChargeOrReuse implements release.Reuser. For a governed session and a

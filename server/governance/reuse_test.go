@@ -2,6 +2,7 @@ package governance
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +221,43 @@ func TestAuditRows(t *testing.T) {
 	}
 	if none, err := g.AuditRows(ctxOf("eve")); err != nil || len(none) != 0 {
 		t.Errorf("an unknown account: %v %v", none, err)
+	}
+}
+
+// TestReusePreview: DP_EXPLAIN's budget rows name a release that would be
+// reused and charge nothing for it, even on a spent budget; a new release
+// is charged and says the reuse window.
+func TestReusePreview(t *testing.T) {
+	g := newReuseGovernor(t, DefaultReuse())
+	alice := ctxOf("alice")
+	facts := func(reqs ...release.Request) map[string]string {
+		t.Helper()
+		fs, err := g.Preview(alice, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, f := range fs {
+			m[f.Name] = f.Value
+		}
+		return m
+	}
+	r := reusable(2, "spec")
+	if f := facts(r); f["shop.charge"] == "" || f["shop.reuse_window"] != "24h0m0s" || f["shop.reused"] != "" {
+		t.Errorf("before the release: %v", f)
+	}
+	chargeOrReuse(t, g, "alice", r, "x")
+	if f := facts(r); f["charge"] != "none" || f["shop.charge"] != "" || !strings.HasSuffix(f["shop.reused"], "UTC (audit record 1)") {
+		t.Errorf("a release that would be reused: %v", f)
+	}
+	// With another release the statement is charged for that one only
+	// (and refused: the budget is spent).
+	if f := facts(r, reusable(0.5, "other")); f["shop.reused"] == "" || !strings.HasPrefix(f["shop.charge"], "ε=0.5 ") || f["shop.refused"] == "" {
+		t.Errorf("a reused and a new release: %v", f)
+	}
+	fresh := r
+	fresh.Reuse.Fresh = true
+	if f := facts(fresh); f["shop.reused"] != "" || !strings.HasPrefix(f["shop.charge"], "ε=2 ") {
+		t.Errorf("dp_reuse = OFF: %v", f)
 	}
 }
