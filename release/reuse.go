@@ -84,15 +84,23 @@ type Reuse struct {
 // Reused reports whether u answers from a stored release.
 func (u *Reuse) Reused() bool { return u != nil && u.Data != nil }
 
+// MaxKeptBytes bounds the encoded size of a release Keep stores: a larger
+// one (hundreds of thousands of released keys) is not kept, so that the
+// ledger's database, synced at every charge, stays small. Whether a release
+// is kept then depends on its output o only (its size), a function of what
+// was already released: still post-processing.
+const MaxKeptBytes = 16 << 20
+
 // Keep stores the result of a new release for later requests. A failure
-// to store is not an error of the release (it was charged and computed):
-// the next identical request is then a new release.
+// to store, or a result above MaxKeptBytes, is not an error of the release
+// (it was charged and computed): the next identical request is then a new
+// release.
 func (u *Reuse) Keep(r Released) {
 	if u == nil || u.Store == nil || u.Reused() {
 		return
 	}
 	data, err := r.MarshalBinary()
-	if err != nil {
+	if err != nil || len(data) > MaxKeptBytes {
 		return
 	}
 	_ = u.Store(data)

@@ -180,6 +180,25 @@ func TestChargeOrReuse(t *testing.T) {
 	}
 }
 
+// TestKeepBounded: a release above MaxKeptBytes is not stored.
+func TestKeepBounded(t *testing.T) {
+	big := make([]string, 0, 1<<10)
+	for range cap(big) {
+		big = append(big, strings.Repeat("k", MaxKeptBytes>>10))
+	}
+	for _, tc := range []struct {
+		r    Released
+		kept bool
+	}{{Released{Sets: [][]string{{"small"}}}, true}, {Released{Sets: [][]string{big}}, false}} {
+		var stored []byte
+		u := &Reuse{Store: func(d []byte) error { stored = d; return nil }}
+		u.Keep(tc.r)
+		if (stored != nil) != tc.kept {
+			t.Errorf("%d keys: kept %v, want %v", len(tc.r.Sets[0]), stored != nil, tc.kept)
+		}
+	}
+}
+
 func TestExprSpecDistinguishesTypes(t *testing.T) {
 	col := expression.NewGetFieldWithTable(1, 0, types.Int64, "db", "t", "g", true)
 	eq := func(v any, typ sql.Type) sql.Expression {
