@@ -254,3 +254,24 @@ func TestFormatUpgrade(t *testing.T) {
 		t.Error("a format-3 ledger opened")
 	}
 }
+
+// BenchmarkLedgerKeep measures storing a release for reuse (a committed,
+// fsynced transaction) of 1 KiB, 64 KiB and 1 MiB, against a charge
+// (BenchmarkLedgerCharge): a new release that is stored pays both.
+func BenchmarkLedgerKeep(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
+		b.Run("bytes="+strconv.Itoa(size), func(b *testing.B) {
+			l, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			s := Stored{Time: time.Now(), Analyst: "a", Database: "d", Charges: []StoredCharge{{Seq: 1}}, Data: make([]byte, size)}
+			for i := range b.N {
+				if err := l.Keep(bg, []byte("key "+strconv.Itoa(i%64)), s, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
