@@ -282,7 +282,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:          "SET dp_mechanism = 'magic'",
-					ExpectedErrStr: errs(`Variable 'dp_mechanism' can't be set to the value of 'magic': unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, policy_gaussian_l1, greedy_frequency, greedy_public, single_item, dp_sips, greedy_frequency_unproven, greedy_public_unproven`, 1231, "42000"),
+					ExpectedErrStr: errs(`Variable 'dp_mechanism' can't be set to the value of 'magic': unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, greedy_frequency, greedy_public, single_item, dp_sips (without a privacy proof, where an operator allows it: greedy_frequency_unproven, greedy_public_unproven)`, 1231, "42000"),
 				},
 				{
 					Query:          "SET dp_mechanism = 'greedy_public'",
@@ -386,7 +386,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, 'mechanism=magic') FROM visits",
-					ExpectedErrStr: errs(`DP_SET_UNION: unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, policy_gaussian_l1, greedy_frequency, greedy_public, single_item, dp_sips, greedy_frequency_unproven, greedy_public_unproven`, 1210, "HY000"),
+					ExpectedErrStr: errs(`DP_SET_UNION: unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, greedy_frequency, greedy_public, single_item, dp_sips (without a privacy proof, where an operator allows it: greedy_frequency_unproven, greedy_public_unproven)`, 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, 'mechanism=greedy_public') FROM visits",
