@@ -26,7 +26,7 @@ type MechanismFlags struct {
 	Epsilon   float64
 	Delta     float64
 	MaxItems  int
-	Alpha     float64
+	Alpha     *float64 // nil: the mechanism's default
 	Rounds    int
 	Public    string
 	Seed      string
@@ -48,7 +48,6 @@ func (m *MechanismFlags) Register(fs *flag.FlagSet, withData bool) {
 	fs.Float64Var(&m.Epsilon, "epsilon", d.Epsilon, "privacy parameter ε > 0")
 	fs.Float64Var(&m.Delta, "delta", d.Delta, fmt.Sprintf("privacy parameter δ in (0, 1); above %g, or at least 1/users, a warning says what it allows", DeltaWarnAbove))
 	fs.IntVar(&m.MaxItems, "max-items", d.MaxItems, fmt.Sprintf("Δ0: most items kept per user (sampled uniformly); 0 chooses it privately from the data with %.0f%% of the Gaussian budget (Gaussian mechanisms; the others use %d)", 100*setunion.AutoMaxItemsShare, setunion.FixedMaxItems))
-	m.Alpha = math.NaN()
 	fs.Var(OptionalFloat(&m.Alpha), "alpha", "cutoff parameter `α` ≥ 0 of the policies and greedy mechanisms, Γ = ρ + α·scale (default 3)")
 	fs.IntVar(&m.Rounds, "rounds", d.Rounds, "number of rounds R of dp_sips")
 	fs.BoolVar(&m.AllowUnproven, "allow-unproven", false, "run a mechanism that has no privacy proof (greedy_*_unproven); its output carries NO privacy guarantee")
@@ -75,18 +74,18 @@ func MechanismNames() (proven, unproven []string) {
 	return proven, unproven
 }
 
-// OptionalFloat returns a flag.Value for *p, a float that is NaN until the
+// OptionalFloat returns a flag.Value for *p, a float that is nil until the
 // flag is given; flag.PrintDefaults shows no default for it (the usage text
 // says what not giving it means).
-func OptionalFloat(p *float64) flag.Value { return optionalFloat{p} }
+func OptionalFloat(p **float64) flag.Value { return optionalFloat{p} }
 
-type optionalFloat struct{ p *float64 }
+type optionalFloat struct{ p **float64 }
 
 func (f optionalFloat) String() string {
-	if f.p == nil || math.IsNaN(*f.p) {
+	if f.p == nil || *f.p == nil {
 		return ""
 	}
-	return strconv.FormatFloat(*f.p, 'g', -1, 64)
+	return strconv.FormatFloat(**f.p, 'g', -1, 64)
 }
 
 func (f optionalFloat) Set(s string) error {
@@ -94,7 +93,7 @@ func (f optionalFloat) Set(s string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a number", s)
 	}
-	*f.p = v
+	*f.p = &v
 	return nil
 }
 
@@ -122,9 +121,7 @@ func (m *MechanismFlags) BaseOptions() (setunion.Options, error) {
 	}
 	o := setunion.Options{Mechanism: mech, Epsilon: m.Epsilon, Delta: m.Delta, MaxItems: m.MaxItems, Rounds: m.Rounds,
 		AllowUnproven: m.AllowUnproven}
-	if !math.IsNaN(m.Alpha) {
-		o.Alpha = setunion.Float(m.Alpha)
-	}
+	o.Alpha = m.Alpha
 	switch {
 	case m.Public != "" && !publicTable(mech):
 		return o, fmt.Errorf("--public is only used by --mechanism greedy_public")

@@ -39,6 +39,7 @@ import (
 	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
@@ -577,7 +578,7 @@ func setDefaults(d config.Defaults) error {
 		p.MaxItems = *d.MaxItems
 	}
 	if d.Alpha != nil {
-		p.Alpha = *d.Alpha
+		p.Alpha = setunion.Float(*d.Alpha)
 	}
 	if d.Rounds != nil {
 		p.Rounds = *d.Rounds
@@ -587,7 +588,7 @@ func setDefaults(d config.Defaults) error {
 		functions.VarEpsilon:   p.Epsilon,
 		functions.VarDelta:     p.Delta,
 		functions.VarMaxItems:  int64(p.MaxItems),
-		functions.VarAlpha:     p.Alpha,
+		functions.VarAlpha:     *p.Alpha,
 		functions.VarRounds:    int64(p.Rounds),
 	})
 	if err != nil {

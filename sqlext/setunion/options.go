@@ -121,18 +121,23 @@ func (m Mechanism) Bounded() bool {
 	return m != GreedyFrequencyUnproven && m != GreedyPublicUnproven
 }
 
-// DefaultAlpha is the cutoff parameter α of the papers' best settings: 3 for
-// the policies and the greedy mechanisms (5 for the disabled Policy Gaussian
-// ℓ1), 0 (unused) for mechanisms without a cutoff.
+// CutoffAlpha is the cutoff parameter α of the papers' best settings for
+// every usable mechanism with a cutoff (the policies and the greedy
+// mechanisms): the default of the dp_alpha variable and of --alpha.
+const CutoffAlpha = 3.0
+
+// DefaultAlpha is the cutoff parameter α of the papers' best settings:
+// CutoffAlpha for the policies and the greedy mechanisms (5 for the
+// disabled Policy Gaussian ℓ1), 0 (unused) for mechanisms without a cutoff.
 func (m Mechanism) DefaultAlpha() float64 {
 	switch m {
 	case PolicyGaussianL1:
 		return 5
 	case PolicyLaplace, PolicyGaussianL2:
-		return 3
+		return CutoffAlpha
 	}
 	if m.greedy() {
-		return 3
+		return CutoffAlpha
 	}
 	return 0
 }
