@@ -832,7 +832,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 // with which options.
 func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%s.%s|%v|", r.mode, r.db, r.name, r.options())
+	fmt.Fprintf(&b, "%d|%s.%s|%s|", r.mode, r.db, r.name, r.optionsSpec())
 	if filter.E != nil {
 		b.WriteString(filter.E.String())
 	}
