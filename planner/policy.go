@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -889,18 +888,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 // with which options.
 func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%s.%s|", r.mode, r.db, r.name)
-	for _, o := range r.options() {
-		// α is a pointer: its value, not its address, identifies the
-		// release.
-		alpha := "default"
-		if o.Alpha != nil {
-			alpha = strconv.FormatFloat(*o.Alpha, 'g', -1, 64)
-		}
-		o.Alpha = nil
-		fmt.Fprintf(&b, "%v alpha=%s;", o, alpha)
-	}
-	b.WriteString("|")
+	fmt.Fprintf(&b, "%d|%s.%s|%s|", r.mode, r.db, r.name, r.optionsSpec())
 	if filter.E != nil {
 		b.WriteString(filter.E.String())
 	}

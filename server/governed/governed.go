@@ -157,11 +157,18 @@ func New(o Options) (_ *Server, err error) {
 	protected := slices.Clone(o.Protected)
 	var public []governance.PublicTable
 	for _, d := range cfg.Datasets {
+		var source string
+		if d.Protected() {
+			// Before the file is read (see datasetSource).
+			if source, err = datasetSource(d); err != nil {
+				return nil, err
+			}
+		}
 		if err := loadDataset(p, d, logw); err != nil {
 			return nil, err
 		}
 		if d.Protected() {
-			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit})
+			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit, Source: source})
 		} else if d.Public {
 			public = append(public, governance.PublicTable{Database: d.Database, Table: d.Table})
 		}
@@ -184,7 +191,8 @@ func New(o Options) (_ *Server, err error) {
 		analysts = append(analysts, a.User)
 	}
 	gov, err := governance.New(governance.Options{Protected: protected, Public: public, Admins: admins, Analysts: analysts, Ledger: l,
-		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta}})
+		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta},
+		Reuse:  governance.Reuse{Enabled: cfg.Reuse.On(), Window: cfg.Reuse.EffectiveWindow(), Scope: governance.Scope(cfg.Reuse.EffectiveScope())}})
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +201,7 @@ func New(o Options) (_ *Server, err error) {
 			return nil, err
 		}
 	}
-	if err := p.RegisterTableFunction(governance.BudgetFunction(gov)); err != nil {
+	if err := p.RegisterTableFunction(governance.BudgetFunction(gov), governance.AuditFunction(gov)); err != nil {
 		return nil, err
 	}
 	fcfg := o.Functions
