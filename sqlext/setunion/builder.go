@@ -43,6 +43,9 @@ type Builder struct {
 	lists   [][]uint64
 	clean   []int32
 	scratch []uint64 // compaction's buffer
+	// batchUsers and batchItems map a batch's ids to the builder's
+	// (AddBatch).
+	batchUsers, batchItems []uint32
 	// last[i] remembers where item i was last appended: user last[i].u at
 	// index last[i].pos of its list. A repeat of the pair while that entry
 	// is still in place (the common case: a user's rows or a row's tokens
