@@ -180,3 +180,65 @@ func TestBatchesConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGrouping adds 2M pairs shaped like tokenised text (a user's rows
+// in runs of about 150 tokens, 30,000 users, Zipf-distributed words out of
+// 200,000) and groups them: one by one (AddBytes), or in batches of 30,000
+// pairs filled on GOMAXPROCS goroutines and added in order (AddBatch), as
+// the batch commands do.
+func BenchmarkGrouping(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	z := rand.NewZipf(r, 1.1, 2, 200000-1)
+	pairs := make([][2][]byte, 2_000_000)
+	var user []byte
+	for i := range pairs {
+		if r.IntN(150) == 0 || user == nil {
+			user = fmt.Appendf(nil, "%016x", r.IntN(30000)*2654435761)
+		}
+		pairs[i] = [2][]byte{user, fmt.Appendf(nil, "w%d", z.Uint64())}
+	}
+	o := Defaults()
+	b.Run("add", func(b *testing.B) {
+		for b.Loop() {
+			bu, _ := NewBuilder(o)
+			for _, p := range pairs {
+				bu.AddBytes(p[0], p[1])
+			}
+			bu.Group()
+		}
+		b.ReportMetric(float64(len(pairs)*b.N)/b.Elapsed().Seconds(), "pairs/s")
+	})
+	b.Run("batches", func(b *testing.B) {
+		const size = 30000
+		n := (len(pairs) + size - 1) / size
+		for b.Loop() {
+			bu, _ := NewBuilder(o)
+			batches := make([]Batch, n)
+			done := make([]chan struct{}, n)
+			next := make(chan int, n)
+			for k := range n {
+				done[k] = make(chan struct{})
+				next <- k
+			}
+			close(next)
+			for range runtime.GOMAXPROCS(0) {
+				go func() {
+					for k := range next {
+						for _, p := range pairs[k*size : min(len(pairs), (k+1)*size)] {
+							batches[k].AddBytes(p[0], p[1])
+						}
+						batches[k].Group()
+						close(done[k])
+					}
+				}()
+			}
+			for k := range n {
+				<-done[k]
+				bu.AddBatch(&batches[k])
+				batches[k] = Batch{}
+			}
+			bu.Group()
+		}
+		b.ReportMetric(float64(len(pairs)*b.N)/b.Elapsed().Seconds(), "pairs/s")
+	})
+}

@@ -2,7 +2,9 @@ package setunion
 
 import (
 	"hash/maphash"
+	"math"
 	"math/bits"
+	"strings"
 )
 
 // Interner maps byte strings to dense ids 0, 1, 2, … in the order they were
@@ -17,32 +19,67 @@ import (
 //
 // It is an open-addressing table with linear probing whose slots hold the
 // upper 32 bits of a string's hash next to its id (so most probes that miss
-// never touch the string bytes), over one byte arena for all strings: no
-// allocation per string and no pointers for the garbage collector to scan. A
-// lookup costs one hash of the key and usually one slot and one comparison.
-// Memory is 8 bytes per slot at a load of at most 3/4, 8 bytes of offset per
-// string and the strings' bytes.
+// never touch the string bytes), over an arena of byte chunks that are never
+// moved: no allocation per string, no copying as the arena grows, and no
+// pointers for the garbage collector to scan. A lookup costs one hash of the
+// key and usually one slot and one comparison. Memory is 8 bytes per slot at
+// a load of at most 3/4, 12 bytes of location per string and the strings'
+// bytes (chunks of up to 1 MiB, filled but for the tail a string did not fit).
 //
 // An Interner is not safe for concurrent use; the zero value is ready to use.
 type Interner struct {
 	seed  maphash.Seed
 	slots []uint64 // hash>>32 << 32 | id+1; 0 is empty
 	shift uint     // 64 − log2(len(slots))
-	data  []byte
-	ends  []int // string id is data[ends[id-1]:ends[id]] (ends[-1] = 0)
+	// chunks hold the strings' bytes; chunks[cur] is being filled. A chunk
+	// is never reallocated, so Bytes stays valid.
+	chunks [][]byte
+	cur    int
+	locs   []loc // string id is chunks[locs[id].chunk][off:off+len]
+}
+
+type loc struct{ chunk, off, len uint32 }
+
+const (
+	firstChunk = 4 << 10
+	maxChunk   = 1 << 20
+)
+
+// store copies s into the arena and returns its location.
+func (t *Interner) store(s []byte) loc {
+	for t.cur < len(t.chunks) {
+		c := t.chunks[t.cur]
+		if cap(c)-len(c) >= len(s) {
+			t.chunks[t.cur] = append(c, s...)
+			return loc{uint32(t.cur), uint32(len(c)), uint32(len(s))}
+		}
+		if t.cur+1 == len(t.chunks) {
+			break
+		}
+		t.cur++
+	}
+	size := firstChunk
+	if n := len(t.chunks); n > 0 {
+		size = min(2*cap(t.chunks[n-1]), maxChunk)
+	}
+	if uint64(len(s)) > math.MaxUint32 {
+		panic("setunion: a string of 4 GiB or more cannot be interned")
+	}
+	c := make([]byte, len(s), max(size, len(s)))
+	copy(c, s)
+	t.chunks = append(t.chunks, c)
+	t.cur = len(t.chunks) - 1
+	return loc{uint32(t.cur), 0, uint32(len(s))}
 }
 
 // Len returns the number of distinct strings interned.
-func (t *Interner) Len() int { return len(t.ends) }
+func (t *Interner) Len() int { return len(t.locs) }
 
 // Bytes returns the string with id i. The slice is the interner's own: do not
 // modify it; it keeps its bytes until Reset.
 func (t *Interner) Bytes(i uint32) []byte {
-	start := 0
-	if i > 0 {
-		start = t.ends[i-1]
-	}
-	return t.data[start:t.ends[i]:t.ends[i]]
+	l := t.locs[i]
+	return t.chunks[l.chunk][l.off : l.off+l.len : l.off+l.len]
 }
 
 // String returns the string with id i.
@@ -51,21 +88,36 @@ func (t *Interner) String(i uint32) string { return string(t.Bytes(i)) }
 // Strings returns every interned string, indexed by id, sharing one
 // allocation.
 func (t *Interner) Strings() []string {
-	all := string(t.data)
-	out := make([]string, len(t.ends))
+	var b strings.Builder
+	for i := range t.locs {
+		b.Write(t.Bytes(uint32(i)))
+	}
+	all := b.String()
+	out := make([]string, len(t.locs))
 	start := 0
-	for i, end := range t.ends {
-		out[i] = all[start:end]
-		start = end
+	for i, l := range t.locs {
+		out[i] = all[start : start+int(l.len)]
+		start += int(l.len)
 	}
 	return out
 }
 
-// Reset forgets every string but keeps the memory for reuse.
+// Reset forgets every string but keeps memory for reuse: the table and the
+// largest chunk.
 func (t *Interner) Reset() {
 	clear(t.slots)
-	t.data = t.data[:0]
-	t.ends = t.ends[:0]
+	if len(t.chunks) > 0 {
+		big := t.chunks[0]
+		for _, c := range t.chunks[1:] {
+			if cap(c) > cap(big) {
+				big = c
+			}
+		}
+		clear(t.chunks)
+		t.chunks = append(t.chunks[:0], big[:0])
+	}
+	t.cur = 0
+	t.locs = t.locs[:0]
 }
 
 // minSlots is the size of a new table; it must be a power of two.
@@ -86,7 +138,7 @@ func (t *Interner) hash(s []byte) uint64 {
 
 // Lookup returns the id of s, if s was interned.
 func (t *Interner) Lookup(s []byte) (id uint32, ok bool) {
-	if len(t.ends) == 0 {
+	if len(t.locs) == 0 {
 		return 0, false
 	}
 	h := t.hash(s)
@@ -123,12 +175,11 @@ func (t *Interner) ID(s []byte) (id uint32, added bool) {
 			}
 		}
 	}
-	n := len(t.ends)
+	n := len(t.locs)
 	if n == maxInterned {
 		panic("setunion: more than 3·2³⁰ distinct strings interned")
 	}
-	t.data = append(t.data, s...)
-	t.ends = append(t.ends, len(t.data))
+	t.locs = append(t.locs, t.store(s))
 	t.slots[p] = tag | uint64(n+1)
 	if 4*uint64(n+1) > 3*uint64(len(t.slots)) {
 		t.grow()

@@ -1,6 +1,8 @@
 package setunion
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -60,6 +62,54 @@ func TestInternerMatchesMap(t *testing.T) {
 		if id, added := in.ID([]byte("x")); id != 0 || !added {
 			t.Fatalf("after Reset: ID = %d, %v", id, added)
 		}
+	}
+}
+
+// TestInternerLongStrings interns strings of up to 3 MiB (longer than the
+// arena's chunks) between short ones, twice with a Reset between, and checks
+// that every string reads back unchanged after all insertions.
+func TestInternerLongStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	var in Interner
+	for round := range 2 {
+		var want [][]byte
+		for i := range 3000 {
+			n := rng.IntN(40)
+			switch {
+			case i%500 == 0:
+				n = 3 << 20
+			case i%50 == 0:
+				n = rng.IntN(300 << 10)
+			}
+			s := make([]byte, n)
+			for k := range s {
+				s[k] = byte(rng.IntN(256))
+			}
+			if n >= 4 {
+				binary.LittleEndian.PutUint32(s, uint32(i)) // distinct
+			} else {
+				s = []byte(fmt.Sprint("#", i))
+			}
+			id, added := in.ID(s)
+			if !added || int(id) != len(want) {
+				t.Fatalf("round %d: string %d got id %d, added %v", round, i, id, added)
+			}
+			want = append(want, s)
+		}
+		for i, s := range want {
+			if !bytes.Equal(in.Bytes(uint32(i)), s) {
+				t.Fatalf("round %d: string %d changed", round, i)
+			}
+			if id, ok := in.Lookup(s); !ok || int(id) != i {
+				t.Fatalf("round %d: Lookup of string %d = %d, %v", round, i, id, ok)
+			}
+		}
+		for i, s := range in.Strings() {
+			if s != string(want[i]) {
+				t.Fatalf("round %d: Strings()[%d] differs", round, i)
+			}
+		}
+		in.Reset()
 	}
 }
 
