@@ -242,3 +242,36 @@ func BenchmarkGrouping(b *testing.B) {
 		b.ReportMetric(float64(len(pairs)*b.N)/b.Elapsed().Seconds(), "pairs/s")
 	})
 }
+
+// TestGroupParallel: a builder with more than parallelGroupMin entries left
+// to sort groups on several goroutines (GOMAXPROCS 2) exactly as on one
+// (run with -race).
+func TestGroupParallel(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	pairs := pairsOf(r, 4*parallelGroupMin, 20000, 5000)
+	build := func(procs int) builderState {
+		prev := runtime.GOMAXPROCS(procs)
+		defer runtime.GOMAXPROCS(prev)
+		b, _ := NewBuilder(Defaults())
+		var bt Batch
+		for k, p := range pairs {
+			bt.AddBytes([]byte(p[0]), []byte(p[1]))
+			if k%5000 == 4999 {
+				b.AddBatch(&bt)
+				bt.Reset()
+			}
+		}
+		b.AddBatch(&bt)
+		dirty := 0
+		for u, l := range b.lists {
+			dirty += len(l) - int(b.clean[u])
+		}
+		if dirty < parallelGroupMin {
+			t.Fatalf("only %d entries left to sort: the parallel path is not exercised", dirty)
+		}
+		return stateOf(b)
+	}
+	if one, two := build(1), build(2); !one.equal(two) {
+		t.Fatal("grouping on two goroutines differs from one")
+	}
+}

@@ -43,6 +43,8 @@ type Builder struct {
 	lists   [][]uint64
 	clean   []int32
 	scratch []uint64 // compaction's buffer
+	// ubuf and ibuf hold Add's strings as bytes.
+	ubuf, ibuf []byte
 	// batchUsers and batchItems map a batch's ids to the builder's
 	// (AddBatch).
 	batchUsers, batchItems []uint32
@@ -98,7 +100,11 @@ func (b *Builder) Calibration() Calibration { return b.cal }
 
 // Add records that user holds item. An empty user is ignored.
 func (b *Builder) Add(user, item string) {
-	b.AddBytes([]byte(user), []byte(item))
+	// Copy into reused buffers: a []byte conversion would allocate for
+	// strings longer than 32 bytes.
+	b.ubuf = append(b.ubuf[:0], user...)
+	b.ibuf = append(b.ibuf[:0], item...)
+	b.AddBytes(b.ubuf, b.ibuf)
 }
 
 // AddBytes is Add for byte slices; it copies what it keeps, so the caller may
