@@ -72,11 +72,6 @@ func (in *InputFlags) Text() bool { return in.TextColumn > 0 }
 // (the item or the text); the slices are valid only during the call. While it
 // runs longer than two seconds it reports progress to progress (if non-nil).
 func (in *InputFlags) Rows(progressW io.Writer, fn func(user, value []byte)) (int64, error) {
-	return in.read(progressW, fn)
-}
-
-// read is Rows.
-func (in *InputFlags) read(progressW io.Writer, fn func(user, value []byte)) (int64, error) {
 	format := tabfile.FormatOf(in.Input)
 	if in.Format != "" {
 		format, _ = tabfile.ParseFormat(in.Format)
@@ -162,7 +157,8 @@ const jobsAhead = 3
 // depends only on the sequence of states it sees gives the same result for
 // any number of workers. States are recycled: work gets one that an earlier
 // merge has returned and must reset it. Reading, working and merging overlap;
-// at most 2·workers + 2 blocks are in memory at once.
+// at most workers + 3 blocks and states are in memory at once. After a read
+// error, the blocks before it are still merged, then the error is returned.
 func RowsParallel[S any](in *InputFlags, progressW io.Writer, workers int, newState func() S, work func(*RowBlock, S), merge func(S)) (int64, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -196,7 +192,7 @@ func RowsParallel[S any](in *InputFlags, progressW io.Writer, workers int, newSt
 			ordered <- cur
 			cur = nil
 		}
-		rows, readErr = in.read(progressW, func(user, value []byte) {
+		rows, readErr = in.Rows(progressW, func(user, value []byte) {
 			if cur == nil {
 				cur = <-free // the merger returns every job it takes
 				if cur.block.data == nil {
