@@ -18,6 +18,7 @@ import (
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/explain"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -170,13 +171,35 @@ func (n *NGrams) WithCatalog(c sql.Catalog) (sql.TableFunction, error) {
 		if err != nil {
 			return nil, err
 		}
-		if charged {
+		if charged && !release.Explaining(ctx) {
 			if err := nn.cfg.Governor.Check(ctx, rel); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return &nn, nil
+}
+
+// Explain implements release.Explainer: the extraction's plan in plain
+// words and, when the session is charged, its request.
+func (n *NGrams) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, error) {
+	call, err := n.resolve(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, charged, err := n.govern(ctx, call)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := ngrams.NewPlan(call.opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	facts := append([]explain.Fact{explain.F("release", fmt.Sprintf("DP_NGRAMS over %s.%s", call.db, call.table), "what the statement releases privately")}, p.Facts()...)
+	if !charged {
+		return facts, nil, nil
+	}
+	return facts, []release.Request{rel}, nil
 }
 
 // deferred reports whether an argument is still a bind variable (the

@@ -13,6 +13,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/sqlext/explain"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -121,6 +122,21 @@ func (f *SetUnion) OptionsArg() sql.Expression { return f.options }
 
 // Options returns the options bound by Bind, or nil before.
 func (f *SetUnion) Options() *setunion.Options { return f.params }
+
+// Explain implements release.Explainer for an administrator's call (an
+// analyst's is a planner release): its calibration in plain words. It is
+// not charged.
+func (f *SetUnion) Explain(*sql.Context) ([]explain.Fact, []release.Request, error) {
+	if f.params == nil {
+		return nil, nil, nil
+	}
+	cal, err := setunion.Calibrate(*f.params)
+	if err != nil {
+		return nil, nil, err
+	}
+	facts := append([]explain.Fact{explain.F("release", "DP_SET_UNION (not charged: administrator)", "what the statement releases privately")}, cal.Facts()...)
+	return facts, nil, nil
+}
 
 // Resolved implements sql.Expression.
 func (f *SetUnion) Resolved() bool {

@@ -74,7 +74,7 @@ func TestEmptyInputIsEmptyArray(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := types.JSON.(sql.Type).SQL(sql.NewEmptyContext(), nil, v)
+	b, err := types.JSON.SQL(sql.NewEmptyContext(), nil, v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func SystemVariables() []sql.SystemVariable {
 	// The type bounds are wide on purpose: a value outside a type's bounds
 	// gets go-mysql-server's terse "can't be set" message, so the checks
 	// live in NotifyChanged, which explains the allowed range.
-	return []sql.SystemVariable{
+	return append([]sql.SystemVariable{
 		&sql.MysqlSystemVariable{
 			Name: VarEpsilon, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemDoubleType(VarEpsilon, -math.MaxFloat64, math.MaxFloat64),
@@ -70,7 +70,7 @@ func SystemVariables() []sql.SystemVariable {
 			Default:       int64(d.Rounds),
 			NotifyChanged: check(VarRounds, func(p *SetUnionParams, v any) { p.Rounds = asInt(v) }),
 		},
-	}
+	}, aggregateVariables()...)
 }
 
 var registerOnce sync.Once
@@ -96,13 +96,17 @@ func check(name string, set func(*SetUnionParams, any)) func(*sql.Context, sql.S
 	return func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
 		p := DefaultSetUnionParams()
 		set(&p, v.Val)
-		_, err := p.Options()
-		if err != nil {
-			return mysql.NewSQLError(mysql.ERWrongValueForVar, mysql.SSClientError,
-				"Variable '%s' can't be set to the value of '%v': %s", name, v.Val, strings.TrimPrefix(err.Error(), name+": "))
+		if _, err := p.Options(); err != nil {
+			return wrongValue(name, v.Val, err)
 		}
 		return nil
 	}
+}
+
+// wrongValue is MySQL error 1231 for a value a dp_* variable cannot take.
+func wrongValue(name string, v any, err error) error {
+	return mysql.NewSQLError(mysql.ERWrongValueForVar, mysql.SSClientError,
+		"Variable '%s' can't be set to the value of '%v': %s", name, v, strings.TrimPrefix(err.Error(), name+": "))
 }
 
 func asFloat(v any) float64 {
@@ -137,26 +141,17 @@ func asInt(v any) int {
 	return math.MinInt32
 }
 
-// SessionParams reads the dp_* variables of ctx's session. A variable the
-// session does not know (the session was created before
-// RegisterSystemVariables ran) falls back to its global value, and without a
-// session everything falls back to the defaults.
+// SessionParams reads the dp_* variables of ctx's session, overridden by
+// the statement's SET_VAR hints (/*+ SET_VAR(dp_epsilon = 0.5) */). A
+// variable the session does not know (the session was created before
+// RegisterSystemVariables ran) falls back to its global value, and without
+// a session everything falls back to the defaults. A hint that cannot be
+// applied leaves the variable as it is; SessionHintsError reports it.
 func SessionParams(ctx *sql.Context) SetUnionParams {
 	p := DefaultSetUnionParams()
-	if ctx == nil || ctx.Session == nil {
+	get, _ := sessionVars(ctx)
+	if get == nil {
 		return p
-	}
-	get := func(name string) (any, bool) {
-		v, err := ctx.GetSessionVariable(ctx, name)
-		if err == nil && v != nil {
-			return v, true
-		}
-		if sql.SystemVariables != nil {
-			if _, gv, ok := sql.SystemVariables.GetGlobal(name); ok && gv != nil {
-				return gv, true
-			}
-		}
-		return nil, false
 	}
 	if v, ok := get(VarEpsilon); ok {
 		p.Epsilon = asFloat(v)
@@ -179,4 +174,36 @@ func SessionParams(ctx *sql.Context) SetUnionParams {
 		p.Rounds = asInt(v)
 	}
 	return p
+}
+
+// SessionHintsError returns the error of the statement's SET_VAR hints of
+// dp_* variables, if one cannot be applied (unknown variable, bad value):
+// callers refuse the release instead of ignoring the hint.
+func SessionHintsError(ctx *sql.Context) error {
+	_, err := sessionVars(ctx)
+	return err
+}
+
+// sessionVars returns a lookup of the dp_* variables for ctx: the
+// statement's SET_VAR hints, then the session's values, then the globals.
+func sessionVars(ctx *sql.Context) (func(name string) (any, bool), error) {
+	if ctx == nil || ctx.Session == nil {
+		return nil, nil
+	}
+	hints, err := dpHints(ctx)
+	return func(name string) (any, bool) {
+		if v, ok := hints[name]; ok {
+			return v, true
+		}
+		v, err := ctx.GetSessionVariable(ctx, name)
+		if err == nil && v != nil {
+			return v, true
+		}
+		if sql.SystemVariables != nil {
+			if _, gv, ok := sql.SystemVariables.GetGlobal(name); ok && gv != nil {
+				return gv, true
+			}
+		}
+		return nil, false
+	}, err
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	regex "github.com/dolthub/go-icu-regex"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -86,6 +87,10 @@ func (g *Guarded) Eval(ctx *sql.Context, row sql.Row) (v any, err error) {
 		return g.evalSized(ctx, row, size)
 	}
 	v, err = g.Fn.Eval(ctx, row)
+	if regex.ErrResultTooLarge.Is(err) {
+		ctx.Warn(ERWarnAllowedPacketOverflowed, "Result of %s() was larger than the server's limit on strings (%d bytes) - truncated", g.FunctionName(), g.Max)
+		return nil, nil
+	}
 	if err != nil || v == nil {
 		return v, err
 	}
@@ -152,7 +157,11 @@ func valueSize(v any) int {
 // window functions are left as they are (the planner recognises them by
 // type), and so is what private releases evaluate (sealed, with their own
 // bounds, and hidden inside their plan node).
+//
+// It also bounds REGEXP_REPLACE's results to max, for the whole process
+// (regex.SetMaxResultBytes): the replacement stops building its text there.
 func GuardFunctions(max int) analyzer.RuleFunc {
+	regex.SetMaxResultBytes(max)
 	return func(_ *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
 		return transform.NodeExprsWithOpaque(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 			return transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,13 @@ func newClientSession(t *testing.T, s *govServer, prepared bool) *clientSession 
 			{clients.Query("SELECT DISTINCT word FROM words ORDER BY word"), 0.5, cs.wantKeys("word", 50, true)},
 			{clients.Query("SELECT DP_SET_UNION(word, user_id) AS released FROM words WHERE user_id <= 10000"), 0.5, cs.wantJSONRelease("released", 20)},
 			{clients.Query("SELECT ngram, n FROM DP_NGRAMS('demo.posts', 'body', 'user_id', 'epsilon=2, max_n=2') ORDER BY n, ngram"), 2, cs.wantNgrams(50, 2)},
+			// A BI "count by key" chart and a "sum by key" with its
+			// bounds as a session variable and the mean's ε as a hint.
+			{clients.Query("SELECT word, COUNT(*) AS n FROM words GROUP BY word ORDER BY n DESC LIMIT 20"), 0.5,
+				cs.wantAggregates([]string{"word", "n"}, 20, 20, aggCheck{col: "n", desc: true, min: 0})},
+			{clients.Query("SET dp_contribution_bounds = '0,20'"), 0, wantNoRows},
+			{clients.Query("SELECT /*+ SET_VAR(dp_epsilon = 1) */ word, SUM(LENGTH(word)) AS total, AVG(LENGTH(word)) AS mean FROM words GROUP BY word ORDER BY word"), 1,
+				cs.wantAggregates([]string{"word", "total", "mean"}, 20, 0, aggCheck{col: "word", asc: true}, aggCheck{col: "mean", min: 0, max: 20})},
 		}
 		if prepared {
 			rel = append(rel,
@@ -74,6 +82,11 @@ func newClientSession(t *testing.T, s *govServer, prepared bool) *clientSession 
 			{clients.Query("SELECT DISTINCT LOWER(SUBSTRING_INDEX(message, ' ', 1)) AS first_word FROM commits ORDER BY first_word"), 0.5, cs.wantKeys("first_word", 10, true)},
 			{clients.Query("SELECT DP_SET_UNION(LOWER(SUBSTRING_INDEX(message, ' ', 2)), user_id, 'epsilon=2') AS released FROM commits"), 2, cs.wantJSONRelease("released", 3)},
 			{clients.Query("SELECT ngram, n FROM DP_NGRAMS('rails.commits', 'message', 'user_id', 'epsilon=2, max_n=2') ORDER BY n, ngram"), 2, cs.wantNgrams(50, 2)},
+			{clients.Query("SELECT LOWER(SUBSTRING_INDEX(message, ' ', 1)) AS first_word, COUNT(*) AS commits, COUNT(DISTINCT user_id) AS authors FROM commits GROUP BY first_word ORDER BY commits DESC LIMIT 10"), 0.5,
+				cs.wantAggregates([]string{"first_word", "commits", "authors"}, 5, 10, aggCheck{col: "commits", desc: true, min: 0}, aggCheck{col: "authors", min: 0})},
+			{clients.Query("SET dp_contribution_bounds = '0,200'"), 0, wantNoRows},
+			{clients.Query("SELECT LOWER(SUBSTRING_INDEX(message, ' ', 1)) AS first_word, AVG(LENGTH(message)) AS mean_length FROM commits GROUP BY first_word ORDER BY first_word"), 0.5,
+				cs.wantAggregates([]string{"first_word", "mean_length"}, 5, 0, aggCheck{col: "first_word", asc: true}, aggCheck{col: "mean_length", min: 0, max: 200})},
 		}
 		// A view of a private release is one (charged) at each read.
 		rel = append(rel, release{clients.Query("SELECT first_word FROM first_words ORDER BY first_word"), 0.5, cs.wantKeys("first_word", 10, true)})
@@ -88,11 +101,15 @@ func newClientSession(t *testing.T, s *govServer, prepared bool) *clientSession 
 	// release is charged the session's ε.
 	cs.steps = append(cs.steps, clientStep{stmt: clients.Query("SET dp_epsilon = 0.5"), check: wantNoRows})
 	var eps float64
+	var releases int64
 	for _, r := range rel {
 		cs.steps = append(cs.steps, clientStep{stmt: r.stmt, check: r.check})
 		eps += r.epsilon
+		if r.epsilon > 0 {
+			releases++
+		}
 	}
-	wantEps, wantReleases := cs.spentEps+eps, cs.releases+int64(len(rel))
+	wantEps, wantReleases := cs.spentEps+eps, cs.releases+releases
 	cs.steps = append(cs.steps,
 		clientStep{stmt: clients.Query("SELECT analyst, database_name, basic_epsilon, remaining_epsilon, releases FROM DP_BUDGET()"),
 			check: cs.wantBudget(wantEps, wantReleases)},
@@ -177,6 +194,56 @@ func (cs *clientSession) wantKeys(col string, minRows int, ordered bool) func(*t
 		}
 		if len(slices.Compact(slices.Sorted(slices.Values(keys)))) != len(keys) {
 			t.Errorf("duplicate keys released")
+		}
+	}
+}
+
+// aggCheck is what one column of a release of DP aggregates must satisfy:
+// sorted (asc or desc), numbers within [min, max] (max 0: no upper bound).
+type aggCheck struct {
+	col       string
+	asc, desc bool
+	min, max  float64
+}
+
+// wantAggregates checks a GROUP BY release with DP aggregates: exactly the
+// columns cols, between minRows and maxRows rows (maxRows 0: no limit),
+// distinct keys in the first column, and each aggCheck.
+func (cs *clientSession) wantAggregates(cols []string, minRows, maxRows int, checks ...aggCheck) func(*testing.T, clients.Result) {
+	return func(t *testing.T, r clients.Result) {
+		if r.Error != nil {
+			t.Fatalf("release: %v", r.Error)
+		}
+		if !slices.Equal(r.Columns, cols) {
+			t.Errorf("columns %v, want %v", r.Columns, cols)
+		}
+		keys := r.Column(cols[0])
+		if len(keys) < minRows || (maxRows > 0 && len(keys) > maxRows) {
+			t.Errorf("%d rows, want %d to %d", len(keys), minRows, maxRows)
+		}
+		if len(slices.Compact(slices.Sorted(slices.Values(keys)))) != len(keys) {
+			t.Errorf("duplicate keys released: %q", keys)
+		}
+		for _, c := range checks {
+			vals := r.Column(c.col)
+			var nums []float64
+			for _, v := range vals {
+				if c.asc && c.col == cols[0] {
+					continue
+				}
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil || x < c.min || (c.max > 0 && x > c.max) {
+					t.Errorf("%s: value %q not a number in [%g, %g]", c.col, v, c.min, c.max)
+					break
+				}
+				nums = append(nums, x)
+			}
+			switch {
+			case c.asc && c.col == cols[0] && !slices.IsSorted(vals):
+				t.Errorf("%s: ORDER BY not applied: %q", c.col, vals)
+			case c.desc && !slices.IsSortedFunc(nums, func(a, b float64) int { return cmp.Compare(b, a) }):
+				t.Errorf("%s: ORDER BY … DESC not applied: %v", c.col, nums)
+			}
 		}
 	}
 }

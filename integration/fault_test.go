@@ -148,6 +148,9 @@ var faultReleases = []string{
 // KilledMidRelease in cmd/dpsql does the same for `dpsql serve`'s embedded
 // demo and DISTINCT releases.)
 func TestFaultKilledMidRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test (kills a server process)")
+	}
 	dir := t.TempDir()
 	cfgPath := writeRailsConfig(t, dir, extraAnalyst{"bob", "bob-pw", 100, 1e-3})
 	srv := startServerProcess(t, cfgPath)
@@ -449,6 +452,9 @@ func goroutineDump() string {
 // strikes: the server keeps answering, leaks no goroutine, and charges
 // each statement at most once (exactly once when its charge was made).
 func TestFault5MRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test on five million rows")
+	}
 	s := startBig(t, 0)
 	alive(t, s.analyst)
 

@@ -9,6 +9,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/mysql"
@@ -16,6 +17,7 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/sealed"
+	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
 
 // Rule ids of the analyst rules.
@@ -86,11 +88,156 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	// copies an aliased expression, subquery included, into two
 	// projections) are made and charged once.
 	ctx = ctx.WithContext(context.WithValue(ctx.Context, memoKey{}, map[string]*releaseResult{}))
-	return p.rewriteNode(ctx, n)
+	h := &hiddenColumns{ids: map[sql.ColumnId]string{}}
+	ctx = ctx.WithContext(context.WithValue(ctx.Context, hiddenKey{}, h))
+	out, same, err := p.rewriteNode(ctx, n)
+	if err != nil || len(h.ids) == 0 {
+		return out, same, err
+	}
+	if out, err = h.resolve(out); err != nil {
+		return nil, transform.SameTree, err
+	}
+	return out, transform.NewTree, nil
 }
 
 // memoKey keys the statement's release memo in the rewrite's context.
 type memoKey struct{}
+
+// hiddenKey keys the statement's *hiddenColumns in the rewrite's context.
+type hiddenKey struct{}
+
+// hiddenColumns are the raw columns a GROUP BY by expressions carries for
+// the nodes above it (projectedGroupBy): go-mysql-server plans SELECT
+// LOWER(w) AS k, COUNT(*) … GROUP BY k HAVING … as a Project that
+// recomputes LOWER(w) over Having over a Project that carries w. A release
+// outputs such a column as NULL: it never holds data. resolve replaces the
+// recomputed key expressions above the release by references to the
+// released keys, and refuses a query that still shows or uses a hidden
+// column (SELECT LOWER(w) AS k, w … GROUP BY k), which would otherwise
+// silently read NULL.
+type hiddenColumns struct {
+	ids  map[sql.ColumnId]string // hidden column id → db.table
+	keys []hiddenKeyRef
+}
+
+// hiddenKeyRef is a group key a release outputs: its expression (as text)
+// and the reference to its output column.
+type hiddenKeyRef struct {
+	expr string
+	ref  sql.Expression
+}
+
+func (h *hiddenColumns) resolve(n sql.Node) (sql.Node, error) {
+	refersHidden := func(e sql.Expression) bool {
+		found := false
+		sql.Inspect(e, func(e sql.Expression) bool {
+			if gf, ok := e.(*expression.GetField); ok && h.ids[gf.Id()] != "" {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	var fix func(n sql.Node) (sql.Node, transform.TreeIdentity, error)
+	fixExpr := func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		switch x := e.(type) {
+		case *plan.Subquery:
+			if x.Query == nil {
+				return e, transform.SameTree, nil
+			}
+			q, same, err := transform.NodeWithOpaque(x.Query, fix)
+			if err != nil || same {
+				return e, transform.SameTree, err
+			}
+			return x.WithQuery(q), transform.NewTree, nil
+		case *expression.GetField, *expression.Alias:
+			return e, transform.SameTree, nil
+		}
+		if !refersHidden(e) {
+			return e, transform.SameTree, nil
+		}
+		for _, k := range h.keys {
+			if e.String() == k.expr {
+				return k.ref, transform.NewTree, nil
+			}
+		}
+		return e, transform.SameTree, nil
+	}
+	fix = func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+		switch x := n.(type) {
+		case *Release:
+			return n, transform.SameTree, nil
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				return n, transform.SameTree, nil
+			}
+		}
+		return transform.OneNodeExpressions(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			return transform.Expr(e, fixExpr)
+		})
+	}
+	out, _, err := transform.NodeWithOpaque(n, fix)
+	if err != nil {
+		return nil, err
+	}
+	// What still refers to a hidden column is refused: a node's
+	// expressions (outside the releases' own Projects), or the query's
+	// result itself when a release's Project is what it shows.
+	var refuse error
+	refuseAt := func(gf *expression.GetField) {
+		if refuse == nil {
+			db, name, _ := strings.Cut(h.ids[gf.Id()], ".")
+			refuse = release.ErrAccess(db, name, fmt.Sprintf(
+				"%s is neither a group key nor an aggregate; a private GROUP BY shows only its keys and noisy COUNT(*), COUNT(expr), COUNT(DISTINCT privacy unit), SUM(expr) and AVG(expr)", gf.Name()))
+		}
+	}
+	var inspectNode func(n sql.Node) bool
+	inspectExpr := func(e sql.Expression) bool {
+		switch x := e.(type) {
+		case *expression.GetField:
+			if h.ids[x.Id()] != "" {
+				refuseAt(x)
+			}
+		case *plan.Subquery:
+			if x.Query != nil {
+				transform.Inspect(x.Query, inspectNode)
+			}
+		}
+		return refuse == nil
+	}
+	inspectNode = func(n sql.Node) bool {
+		switch x := n.(type) {
+		case *Release:
+			return false
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				return false
+			}
+		}
+		if ex, ok := n.(sql.Expressioner); ok {
+			for _, e := range ex.Expressions() {
+				sql.Inspect(e, inspectExpr)
+			}
+		}
+		return refuse == nil
+	}
+	transform.Inspect(out, inspectNode)
+	for top := out; refuse == nil; {
+		switch x := top.(type) {
+		case *plan.Sort, *plan.Limit, *plan.Offset, *plan.Having, *plan.Filter, *plan.Distinct, *plan.TopN, *plan.SubqueryAlias:
+			top = x.Children()[0]
+			continue
+		case *plan.Project:
+			if _, ok := x.Child.(*Release); ok {
+				for _, e := range x.Projections {
+					sql.Inspect(e, inspectExpr)
+				}
+			}
+		}
+		break
+	}
+	return out, refuse
+}
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
@@ -105,6 +252,8 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 			r, order, err = p.distinct(ctx, n)
 		case *plan.GroupBy:
 			r, err = p.groupBy(ctx, n)
+		case *plan.Project:
+			r, err = p.projectedGroupBy(ctx, n)
 		case *plan.Sort:
 			return sortOverRelease(n), transform.NewTree, nil
 		}
@@ -114,8 +263,19 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 		if r == nil {
 			return n, same, nil
 		}
-		if err := release.Check(ctx, p.gov, r.requests(ctx)); err != nil {
-			return nil, transform.SameTree, err
+		if !release.Explaining(ctx) {
+			if err := release.Check(ctx, p.gov, r.requests(ctx)); err != nil {
+				return nil, transform.SameTree, err
+			}
+		}
+		if proj, ok := n.(*plan.Project); ok {
+			// Keep a Project of the projection's column ids over the
+			// release, as for DISTINCT below, for the Sort above.
+			refs := make([]sql.Expression, len(proj.Projections))
+			for i := range refs {
+				refs[i] = r.outputs[i]
+			}
+			return plan.NewProject(refs, r), transform.NewTree, nil
 		}
 		if d, ok := n.(*plan.Distinct); ok {
 			// Keep a Project of the original column ids over the release:
@@ -127,7 +287,7 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 				if ie, ok := proj.Projections[i].(sql.IdExpression); ok {
 					id = ie.Id()
 				}
-				refs[i] = expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable)
+				refs[i] = columnRef(i, id, c)
 			}
 			var out sql.Node = plan.NewProject(refs, r)
 			if len(order) > 0 {
@@ -332,6 +492,14 @@ func sortOverRelease(s *plan.Sort) sql.Node {
 // groupBy rewrites GroupBy(select, group, source) when it only groups (the
 // GROUP BY form) or only computes DP_SET_UNION calls (after LiftSetUnion).
 func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
+	return p.groupByAs(ctx, g, g.Schema(), g.SelectedExprs, false)
+}
+
+// groupByAs is groupBy with the release's schema and the expressions whose
+// column ids its outputs take given; hide outputs the projection's raw
+// columns of the table that are not group keys as NULL, and records them as
+// hidden (see hiddenKey).
+func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema, ids []sql.Expression, hide bool) (*Release, error) {
 	src, ok := p.protectedSource(g.Child)
 	if !ok {
 		return nil, nil
@@ -352,6 +520,7 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 		keys[i] = unalias(e)
 	}
 	out := make([]int, len(g.SelectedExprs))
+	var aggs []aggregate
 	for i, e := range g.SelectedExprs {
 		out[i] = -1
 		for k, key := range keys {
@@ -360,11 +529,201 @@ func (p *policy) groupBy(ctx *sql.Context, g *plan.GroupBy) (*Release, error) {
 				break
 			}
 		}
+		if out[i] >= 0 {
+			continue
+		}
+		if _, ok := unalias(e).(*expression.GetField); ok && hide {
+			if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
+				ctx.Value(hiddenKey{}).(*hiddenColumns).ids[ie.Id()] = src.db + "." + src.name
+				continue // out[i] = -1: NULL
+			}
+		}
+		a, ok, err := aggregateOf(src, unalias(e))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, nil // a non-key column: the guard refuses
+		}
+		// The same aggregate twice (HAVING COUNT(*) … with COUNT(*) in
+		// the select list) is one aggregate, released once.
+		for j, b := range aggs {
+			if b.kind == a.kind && (a.value == nil) == (b.value == nil) && (a.value == nil || sameExpr(a.value, b.value)) {
+				out[i] = len(keys) + j
+				break
+			}
+		}
 		if out[i] < 0 {
-			return nil, nil // an aggregate or a non-key column: the guard refuses
+			out[i] = len(keys) + len(aggs)
+			aggs = append(aggs, a)
 		}
 	}
-	return p.newRelease(ctx, src, distinctRows, keys, out, nil, g.Schema(), g.SelectedExprs)
+	var r *Release
+	var err error
+	if len(aggs) > 0 {
+		r, err = p.newAggregateRelease(ctx, src, keys, aggs, out, schema, ids)
+	} else {
+		r, err = p.newRelease(ctx, src, distinctRows, keys, out, nil, schema, ids)
+	}
+	if err == nil && hide {
+		h := ctx.Value(hiddenKey{}).(*hiddenColumns)
+		for i, k := range out {
+			if k >= 0 && k < len(keys) {
+				h.keys = append(h.keys, hiddenKeyRef{expr: keys[k].String(), ref: r.outputs[i]})
+			}
+		}
+	}
+	return r, err
+}
+
+// projectedGroupBy rewrites Project(GroupBy(…)) when the GroupBy groups by
+// expressions: the planbuilder then selects the raw columns the expressions
+// read and computes the expressions in the Project above (SELECT LOWER(w)
+// AS k, COUNT(*) … GROUP BY k). The projection, with its references to the
+// GroupBy's columns replaced by what they select, must consist of group keys
+// and DP aggregates, as for groupBy; the raw columns themselves never leave.
+func (p *policy) projectedGroupBy(ctx *sql.Context, proj *plan.Project) (*Release, error) {
+	g, ok := proj.Child.(*plan.GroupBy)
+	if !ok || len(g.GroupByExprs) == 0 {
+		return nil, nil
+	}
+	if _, ok := p.protectedSource(g.Child); !ok {
+		return nil, nil
+	}
+	byID := map[sql.ColumnId]sql.Expression{}
+	for _, e := range g.SelectedExprs {
+		if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
+			byID[ie.Id()] = unalias(e)
+		}
+	}
+	exprs := make([]sql.Expression, len(proj.Projections))
+	for i, e := range proj.Projections {
+		x, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			if gf, ok := e.(*expression.GetField); ok {
+				if sel, ok := byID[gf.Id()]; ok {
+					if _, raw := sel.(*expression.GetField); !raw {
+						return sel, transform.NewTree, nil
+					}
+				}
+			}
+			return e, transform.SameTree, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		exprs[i] = x
+	}
+	// The outputs keep the projection's column ids (transform.Expr
+	// rebuilds an Alias with a new id).
+	return p.groupByAs(ctx, plan.NewGroupBy(exprs, g.GroupByExprs, g.Child), proj.Schema(), proj.Projections, true)
+}
+
+// aggregate is one DP aggregate of a private GROUP BY: its kind and the
+// expression whose values it aggregates (nil for COUNT(*) and
+// COUNT(DISTINCT privacy_unit)).
+type aggregate struct {
+	kind  dpagg.Kind
+	value sql.Expression
+}
+
+// aggregateOf recognises the aggregates a private GROUP BY offers: COUNT(*),
+// COUNT(expr), COUNT(DISTINCT privacy_unit), SUM(expr), AVG(expr). ok is
+// false for an expression that is no aggregate; any other aggregate is an
+// error saying which are offered.
+func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
+	refuse := func(what string) (aggregate, bool, error) {
+		return aggregate{}, false, release.ErrAccess(src.db, src.name, fmt.Sprintf(
+			"%s is not offered; a private GROUP BY releases noisy COUNT(*), COUNT(expr), COUNT(DISTINCT %s), SUM(expr) and AVG(expr) per privately chosen key (SUM and AVG need dp_contribution_bounds)", what, src.unit))
+	}
+	switch x := e.(type) {
+	case *aggregation.Count:
+		if w := x.Window(); w != nil {
+			return refuse("a window function")
+		}
+		if isConstantNonNull(x.Child) {
+			return aggregate{kind: dpagg.CountRows}, true, nil
+		}
+		return aggregate{kind: dpagg.CountValues, value: x.Child}, true, nil
+	case *aggregation.CountDistinct:
+		if ch := x.Children(); len(ch) == 1 {
+			if gf, ok := ch[0].(*expression.GetField); ok && strings.EqualFold(gf.Name(), src.unit) {
+				return aggregate{kind: dpagg.CountUnits}, true, nil
+			}
+		}
+		return refuse(fmt.Sprintf("COUNT(DISTINCT …) of anything but the privacy unit %s (for the distinct values themselves, use SELECT DISTINCT)", src.unit))
+	case *aggregation.Sum:
+		return aggregate{kind: dpagg.Sum, value: x.Child}, true, nil
+	case *aggregation.Avg:
+		return aggregate{kind: dpagg.Avg, value: x.Child}, true, nil
+	case sql.Aggregation:
+		return refuse(describeAggregate(e))
+	}
+	return aggregate{}, false, nil
+}
+
+func describeAggregate(e sql.Expression) string {
+	if f, ok := e.(sql.FunctionExpression); ok {
+		return strings.ToUpper(f.FunctionName()) + "()"
+	}
+	return e.String()
+}
+
+// isConstantNonNull reports whether e is a constant that is not NULL (the
+// planbuilder writes COUNT(*) as COUNT(1)).
+func isConstantNonNull(e sql.Expression) bool {
+	if _, ok := e.(*expression.Star); ok {
+		return true
+	}
+	l, ok := e.(*expression.Literal)
+	return ok && l.Value() != nil
+}
+
+// newAggregateRelease builds the release of a private GROUP BY with DP
+// aggregates: the options from the session (and the statement's SET_VAR
+// hints), calibrated now so that bad options fail before any charge.
+func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression) (*Release, error) {
+	kinds := make([]dpagg.Kind, len(aggs))
+	var values []sql.Expression
+	valueOf := make([]int, len(aggs))
+	for i, a := range aggs {
+		kinds[i] = a.kind
+		valueOf[i] = -1
+		if a.value != nil {
+			valueOf[i] = len(keys) + len(values)
+			values = append(values, a.value)
+		}
+	}
+	if err := functions.SessionHintsError(ctx); err != nil {
+		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s", src.db, src.name, err)
+	}
+	ap, err := functions.SessionAggregateParams(ctx)
+	if err == nil {
+		var o dpagg.Options
+		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		if err == nil {
+			var plan *dpagg.Plan
+			if plan, err = dpagg.Calibrate(o); err == nil {
+				r, err := p.newRelease(ctx, src, aggregateRows, append(keys, values...), out, nil, schema, ids)
+				if err != nil {
+					return nil, err
+				}
+				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
+				return r, nil
+			}
+		}
+	}
+	return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s (check the dp_* session variables)", src.db, src.name, err)
+}
+
+// columnRef is a reference to column i of a release's output whose column
+// id is id (NewGetFieldWithTable takes a table id, and sets the column id
+// to the index).
+func columnRef(i int, id sql.ColumnId, c *sql.Column) *expression.GetField {
+	gf := expression.NewGetFieldWithTable(i, 0, c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable)
+	if id == 0 {
+		return gf
+	}
+	return gf.WithId(id).(*expression.GetField)
 }
 
 func unalias(e sql.Expression) sql.Expression {
@@ -400,7 +759,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 				id = ie.Id()
 			}
 		}
-		r.outputs = append(r.outputs, expression.NewGetFieldWithTable(i, int(id), c.Type, c.DatabaseSource, c.Source, c.Name, c.Nullable))
+		r.outputs = append(r.outputs, columnRef(i, id, c))
 	}
 	tschema := src.table.Schema()
 	bind := func(e sql.Expression, what string) (release.Expr, error) {
@@ -421,13 +780,16 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 	}
 	var scanKeys []release.Expr
 	switch mode {
-	case distinctRows:
+	case distinctRows, aggregateRows:
 		for _, k := range keys {
 			b, err := bind(k, "selected columns")
 			if err != nil {
 				return nil, err
 			}
 			scanKeys = append(scanKeys, b)
+		}
+		if err := functions.SessionHintsError(ctx); err != nil {
+			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 		}
 		params := functions.SessionParams(ctx)
 		o, err := params.Options()

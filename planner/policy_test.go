@@ -1,11 +1,13 @@
 package planner_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -229,8 +231,6 @@ func TestAnalystRefusals(t *testing.T) {
 		"SELECT COUNT(DISTINCT item) FROM visits",
 		"SELECT MAX(user_id) FROM visits",
 		"SELECT SUM(g) FROM visits",
-		"SELECT item, COUNT(*) FROM visits GROUP BY item",
-		"SELECT item FROM visits GROUP BY item HAVING COUNT(*) > 5",
 		"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item",
 		"SELECT DISTINCT v.item FROM visits v, visits w WHERE v.user_id = w.user_id",
 		"SELECT name FROM pages WHERE name IN (SELECT item FROM visits)",
@@ -345,5 +345,113 @@ func TestScanGuard(t *testing.T) {
 	}
 	if _, err := query(t, e, "root", "SELECT * FROM visits"); err != nil {
 		t.Errorf("admin: %v", err)
+	}
+}
+
+// TestAnalystAggregates: GROUP BY with COUNT, COUNT(DISTINCT unit), SUM and
+// AVG is one private release (one charge) returning the released keys with
+// noisy aggregates; HAVING, ORDER BY and LIMIT apply to the released rows;
+// other aggregates and SUM/AVG without bounds are refused before any charge.
+func TestAnalystAggregates(t *testing.T) {
+	near := func(got any, want, tol float64) bool {
+		var x float64
+		switch v := got.(type) {
+		case int64:
+			x = float64(v)
+		case float64:
+			x = v
+		default:
+			f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+			if err != nil {
+				return false
+			}
+			x = f
+		}
+		return x >= want-tol && x <= want+tol
+	}
+	gov := &fakeGov{budget: 100}
+	e := newPolicyEngine(t, gov)
+	rows, err := query(t, e, "analyst", "SELECT /*+ SET_VAR(dp_epsilon = 5) */ item, COUNT(*), COUNT(DISTINCT user_id) AS users FROM visits GROUP BY item ORDER BY item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 users hold "common", 150 "even"; every "only_<u>" is one user's.
+	want := map[string]float64{"common": 300, "even": 150}
+	if len(rows) != 2 {
+		t.Fatalf("rows %v", rows)
+	}
+	for _, r := range rows {
+		w, ok := want[fmt.Sprint(r[0])]
+		if !ok || !near(r[1], w, 60) || !near(r[2], w, 60) {
+			t.Errorf("row %v, want about %v", r, w)
+		}
+	}
+	if len(gov.charged) != 1 || gov.charged[0].Epsilon != 5 || gov.charged[0].Cost.Rho == 0 {
+		t.Errorf("charges %+v", gov.charged)
+	}
+
+	// SUM and AVG need bounds, given by a hint or the session.
+	gov.charged = nil
+	if _, err := query(t, e, "analyst", "SELECT item, SUM(g) FROM visits GROUP BY item"); err == nil || !strings.Contains(err.Error(), "dp_contribution_bounds") {
+		t.Errorf("SUM without bounds: %v", err)
+	}
+	rows, err = query(t, e, "analyst", "SELECT /*+ SET_VAR(dp_contribution_bounds = '0,2') SET_VAR(dp_epsilon = 8) */ item, AVG(g) AS a, SUM(g) FROM visits GROUP BY item HAVING a >= 0 ORDER BY 3 DESC LIMIT 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// g = u % 3 is 1 on average: AVG about 1, SUM about 300 for common.
+	if len(rows) != 1 || rows[0][0] != "common" || !near(rows[0][1], 1, 0.5) || !near(rows[0][2], 300, 150) {
+		t.Errorf("AVG/SUM rows %v", rows)
+	}
+	if len(gov.charged) != 1 || gov.charged[0].Epsilon != 8 {
+		t.Errorf("charges %+v", gov.charged)
+	}
+	// Columns come back in the select list's order whatever order the
+	// planner groups them in (go-mysql-server sorts a GROUP BY's
+	// expressions): g = u % 3 takes 0, 1, 2 under both keys.
+	rows, err = query(t, e, "analyst", "SELECT /*+ SET_VAR(dp_epsilon = 8) */ COUNT(g), item, g FROM visits GROUP BY g, item ORDER BY item, g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 6 || rows[0][1] != "common" || rows[0][2] != int64(0) || rows[5][1] != "even" || rows[5][2] != int64(2) || !near(rows[0][0], 100, 50) {
+		t.Errorf("multi-key rows %v", rows)
+	}
+
+	// GROUP BY an expression, by its alias, with HAVING and ORDER BY over
+	// the noisy count: go-mysql-server recomputes the key above the
+	// HAVING from a raw column, which the release never shows.
+	rows, err = query(t, e, "analyst", "SELECT /*+ SET_VAR(dp_epsilon = 8) */ LOWER(item) AS w, COUNT(*) AS n FROM visits GROUP BY w HAVING n > 0 ORDER BY n DESC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0][0] != "common" || rows[1][0] != "even" || !near(rows[0][1], 300, 60) {
+		t.Errorf("GROUP BY alias rows %v", rows)
+	}
+
+	// ORDER BY the first of two aggregates over an expression key sorts
+	// by that aggregate (the release's columns keep the projection's ids).
+	rows, err = query(t, e, "analyst", "SELECT /*+ SET_VAR(dp_epsilon = 8) */ CONCAT(item, user_id % 5) AS w, COUNT(*) AS n, COUNT(DISTINCT user_id) AS a FROM visits GROUP BY w ORDER BY n DESC LIMIT 8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 8 || !slices.IsSortedFunc(rows, func(a, b sql.Row) int { return cmp.Compare(b[1].(int64), a[1].(int64)) }) {
+		t.Errorf("ORDER BY n DESC LIMIT 8: %v", rows)
+	}
+
+	// Refusals, before any charge.
+	gov.charged = nil
+	for q, want := range map[string]string{
+		"SELECT LOWER(item) AS w, item, COUNT(*) FROM visits GROUP BY w":                               "item is neither a group key nor an aggregate",
+		"SELECT item, MAX(g) FROM visits GROUP BY item":                                                "MAX() is not offered",
+		"SELECT item, COUNT(DISTINCT g) FROM visits GROUP BY item":                                     "COUNT(DISTINCT …) of anything but the privacy unit",
+		"SELECT /*+ SET_VAR(dp_epsilonn = 1) */ item, COUNT(*) FROM visits GROUP BY item":              "unknown dpsql variable",
+		"SELECT /*+ SET_VAR(dp_contribution_bounds = '5,1') */ item, SUM(g) FROM visits GROUP BY item": "lower is above upper",
+	} {
+		if _, err := query(t, e, "analyst", q); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", q, err, want)
+		}
+	}
+	if len(gov.charged) != 0 {
+		t.Errorf("refused queries were charged: %+v", gov.charged)
 	}
 }

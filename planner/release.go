@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/dpagg"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -37,6 +39,13 @@ type Release struct {
 	opts setunion.Options
 	// DP_SET_UNION: the bound calls, one per item key of the scan.
 	calls []*functions.SetUnion
+	// GROUP BY with DP aggregates: the first groupKeys scan keys are the
+	// group keys; aggValue gives, per aggregate, the scan key of its value
+	// (-1: none). Output columns with out[i] ≥ groupKeys are aggregates.
+	groupKeys int
+	aggOpts   dpagg.Options
+	aggPlan   *dpagg.Plan
+	aggValue  []int
 
 	schema  sql.Schema
 	outputs []sql.Expression // one column reference per output column, with its id
@@ -58,8 +67,9 @@ type releaseResult struct {
 type releaseMode int
 
 const (
-	distinctRows releaseMode = iota // SELECT DISTINCT / GROUP BY: one row per released key
-	setUnions                       // DP_SET_UNION calls: one row of JSON arrays
+	distinctRows  releaseMode = iota // SELECT DISTINCT / GROUP BY: one row per released key
+	setUnions                        // DP_SET_UNION calls: one row of JSON arrays
+	aggregateRows                    // GROUP BY with aggregates: one row per released key, with noisy aggregates
 )
 
 var (
@@ -97,8 +107,12 @@ func (r *Release) WithChildren(children ...sql.Node) (sql.Node, error) {
 // String implements sql.Node (EXPLAIN shows it; it names no data).
 func (r *Release) String() string {
 	what := "SELECT DISTINCT"
-	if r.mode == setUnions {
+	switch r.mode {
+	case setUnions:
 		what = "DP_SET_UNION"
+	case aggregateRows:
+		return fmt.Sprintf("PrivateRelease(GROUP BY with DP aggregates over %s.%s: selection %s, ε=%g δ=%g)",
+			r.db, r.name, r.aggPlan.Selection.Mechanism, r.aggOpts.Epsilon, r.aggOpts.Delta)
 	}
 	var mechs []string
 	for _, o := range r.options() {
@@ -122,8 +136,16 @@ func (r *Release) options() []setunion.Options {
 // requests describes the node's releases for the ledger.
 func (r *Release) requests(ctx *sql.Context) []release.Request {
 	fn := "SELECT DISTINCT"
-	if r.mode == setUnions {
+	switch r.mode {
+	case setUnions:
 		fn = strings.ToUpper(functions.SetUnionName)
+	case aggregateRows:
+		cost, _ := accounting.Aggregates(r.aggPlan)
+		return []release.Request{{
+			Function: "GROUP BY aggregates", Database: r.db, Table: r.name,
+			Epsilon: r.aggOpts.Epsilon, Delta: r.aggOpts.Delta, Mechanism: string(r.aggPlan.Selection.Mechanism),
+			Query: ctx.Query(), Cost: cost,
+		}}
 	}
 	var out []release.Request
 	for _, o := range r.options() {
@@ -161,6 +183,9 @@ func (r *Release) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
 
 // run makes the release: charge, scan, release.
 func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
+	if r.mode == aggregateRows {
+		return r.runAggregates(ctx)
+	}
 	opts := r.options()
 	builders := make([]*setunion.Builder, len(opts))
 	for i, o := range opts {
@@ -215,16 +240,105 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 	rows := make([]sql.Row, 0, len(released))
 	keys := make(sql.Row, r.scan.Keys())
 	for _, k := range released {
-		if err := decodeKey(ctx, r.scan, k, keys); err != nil {
+		if err := decodeKey(ctx, r.scan, r.scan.Keys(), k, keys); err != nil {
 			return nil, err
 		}
 		row := make(sql.Row, len(r.out))
 		for i, ki := range r.out {
-			row[i] = keys[ki]
+			if ki >= 0 { // -1: a hidden column, NULL
+				row[i] = keys[ki]
+			}
 		}
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// runAggregates makes a release of DP aggregates: charge, scan each row's
+// group key and values into the dpagg pipeline, release, and build one row
+// per released key (the key decoded from its text, the aggregates converted
+// to the columns' types).
+func (r *Release) runAggregates(ctx *sql.Context) ([]sql.Row, error) {
+	pipe, err := dpagg.New(r.aggOpts)
+	if err != nil {
+		return nil, err
+	}
+	if err := release.Charge(ctx, r.gov, r.requests(ctx)); err != nil {
+		return nil, err
+	}
+	enc := keyEncoder{n: r.groupKeys}
+	var kbuf []byte
+	vals := make([]dpagg.Value, len(r.aggValue))
+	err = r.scan.Run(ctx, func(row *release.Row) {
+		var ok bool
+		if kbuf, ok = enc.encode(kbuf[:0], row); !ok {
+			return
+		}
+		for i, k := range r.aggValue {
+			vals[i] = dpagg.Null
+			if k < 0 {
+				continue
+			}
+			v, ok := row.Key(k)
+			if !ok {
+				return // the value failed: the row is skipped
+			}
+			if v == nil {
+				continue
+			}
+			f, _, err := types.Float64.Convert(row.Context(), v)
+			if err != nil {
+				return
+			}
+			if x, ok := f.(float64); ok {
+				vals[i] = dpagg.Float(x)
+			}
+		}
+		_ = pipe.Add(row.Unit(), kbuf, vals)
+	})
+	if err != nil {
+		return nil, err
+	}
+	rng := r.rnd
+	if rng == nil {
+		rng = securerand.New
+	}
+	res, err := pipe.Release(rng())
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]sql.Row, 0, len(res.Rows))
+	keys := make(sql.Row, r.groupKeys)
+	for _, rr := range res.Rows {
+		if err := decodeKey(ctx, r.scan, r.groupKeys, rr.Key, keys); err != nil {
+			return nil, err
+		}
+		row := make(sql.Row, len(r.out))
+		for i, ki := range r.out {
+			if ki < 0 {
+				continue // a hidden column, NULL
+			}
+			if ki < r.groupKeys {
+				row[i] = keys[ki]
+				continue
+			}
+			row[i] = aggregateValue(ctx, r.schema[i].Type, rr.Values[ki-r.groupKeys])
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// aggregateValue converts a released aggregate to its column's type (a
+// count to an integer, a sum to the sum's decimal or float type).
+func aggregateValue(ctx *sql.Context, t sql.Type, x float64) any {
+	if types.IsInteger(t) {
+		return int64(math.Round(x))
+	}
+	if v, _, err := t.Convert(ctx, x); err == nil {
+		return v
+	}
+	return x
 }
 
 // keyEncoder encodes key tuples injectively: a single text value as it is
@@ -236,6 +350,7 @@ type keyEncoder struct{ n int }
 // encode appends the encoding of the row's keys to dst; ok is false when a
 // key failed to evaluate (the row is skipped).
 func (e keyEncoder) encode(dst []byte, row *release.Row) (_ []byte, ok bool) {
+	// The first e.n keys of the row are the ones encoded.
 	if e.n == 1 {
 		if v, ok := row.Key(0); !ok {
 			return dst, false
@@ -263,8 +378,7 @@ func (e keyEncoder) encode(dst []byte, row *release.Row) (_ []byte, ok bool) {
 // decodeKey fills keys with the values of the encoded key k: each key's
 // MySQL text converted back to the key's type (NULL for 0x00). The values
 // depend on the released key only.
-func decodeKey(ctx *sql.Context, scan *release.Scan, k string, keys sql.Row) error {
-	n := scan.Keys()
+func decodeKey(ctx *sql.Context, scan *release.Scan, n int, k string, keys sql.Row) error {
 	if n == 1 && (len(k) == 0 || k[0] > 1) {
 		keys[0] = fromText(ctx, scan.KeyType(0), k)
 		return nil

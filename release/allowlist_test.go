@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -54,7 +55,7 @@ func adversarialEngine(t testing.TB, withData bool) *sqle.Engine {
 			strs := []any{nil, "", "x", "\xff\xfe\xc3\x28", "2020-02-30", "0000-00-00 00:00:00", "-9223372036854775808",
 				"1e308", "{\"a\": [1, 2]}", "a%b_c\\", "ünïcödé 𝄞", strings.Repeat("z", 1<<20), "192.168.0.1", "NaN"}
 			nums := []any{nil, int64(0), int64(-1), int64(1), int64(9223372036854775807), int64(-9223372036854775808), int64(-3224116)}
-			flts := []any{nil, 0.0, -0.0, 1e308, -1e308, 5e-324, 0.1}
+			flts := []any{nil, 0.0, math.Copysign(0, -1), 1e308, -1e308, 5e-324, 0.1}
 			dates := []any{nil, "1000-01-01 00:00:00", "9999-12-31 23:59:59", "2024-02-29 12:00:00", "1970-01-01 00:00:00"}
 			for i := range 40 {
 				row := []string{fmt.Sprintf("u%d", i%7), textOf(strs[i%len(strs)]), textOf(nums[i%len(nums)]), textOf(flts[i%len(flts)]), textOf(dates[i%len(dates)])}

@@ -3,6 +3,8 @@ package release
 import (
 	"fmt"
 
+	"github.com/dpsql/dpsql/sqlext/explain"
+
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
@@ -34,6 +36,13 @@ type Governor interface {
 	// once per release, before any released value is returned; on error
 	// nothing is released. Sessions that are not governed are not charged.
 	Charge(ctx *sql.Context, r Request) error
+}
+
+// Previewer is implemented by governors that can say, without charging,
+// what a statement's requests would cost the session's user and what would
+// be left (DP_EXPLAIN).
+type Previewer interface {
+	Preview(ctx *sql.Context, reqs []Request) ([]explain.Fact, error)
 }
 
 // Request describes one private release for the budget ledger.

@@ -22,6 +22,7 @@ func listenerFactory(g *connGuard) gms.ProtocolListenerFunc {
 		}
 		lc.Listener = &guardedListener{Listener: lc.Listener, g: g}
 		lc.MaxConns = 0 // counted by g, after authentication
+		lc.Handler = closeHandler{Handler: lc.Handler, g: g}
 		if lc.AuthServer != nil {
 			lc.AuthServer = limitedAuthServer{AuthServer: uniformAuthServer{lc.AuthServer}, g: g}
 		}
@@ -55,7 +56,7 @@ func (m limitedMethod) HandleAuthPluginData(c *mysql.Conn, user string, server, 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.g.authenticated(addr, user); err != nil {
+	if err := m.g.authenticated(c, user); err != nil {
 		return nil, err
 	}
 	return ud, nil

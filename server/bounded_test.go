@@ -12,7 +12,7 @@ import (
 )
 
 // TestBoundedStringFunctions: string functions whose result would exceed
-// the engine's limit on strings (Limits.MaxStringBytes, 16 MiB by default)
+// the engine's limit on strings (Limits.MaxStringBytes, 4 MiB by default)
 // return NULL with warning 1301, as MySQL does beyond max_allowed_packet,
 // instead of
 // allocating it (go-mysql-server v0.20.0 alone dies of a fatal
@@ -30,12 +30,16 @@ func TestBoundedStringFunctions(t *testing.T) {
 		{"SELECT REPEAT(REPEAT('xxxxxxxxxx', 1000000), 2000000)", nil},
 		{"SELECT REPEAT('x', 2147483647)", nil},
 		{"SELECT LENGTH(REPEAT('ab', 1000000))", int32(2000000)},
-		{"SELECT LENGTH(REPEAT('x', 16 << 20))", int32(16 << 20)},
-		{"SELECT REPEAT('x', (16 << 20) + 1)", nil},
+		{"SELECT LENGTH(REPEAT('x', 4 << 20))", int32(4 << 20)},
+		{"SELECT REPEAT('x', (4 << 20) + 1)", nil},
+		{"SELECT CONCAT(REPEAT('x', 3 << 20), REPEAT('y', 1 << 20), 'z')", nil},
+		{"SELECT LENGTH(CONCAT(REPEAT('x', 3 << 20), REPEAT('y', 1 << 20)))", int32(4 << 20)},
+		{"SELECT REGEXP_REPLACE(REPEAT('b', 3 << 20), 'b', 'xy')", nil},
+		{"SELECT REGEXP_REPLACE('abc', 'b', 'xy')", "axyc"},
 		// Nested functions that double their argument: each level sees at
 		// most the limit, the level beyond it is NULL.
 		{"SELECT LENGTH(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX(HEX('x')))))))))))))))))))))))))))))))))))))))))", nil},
-		{"SELECT LENGTH(TO_BASE64(REPEAT(CONCAT(REPEAT('y', 10000000), REPEAT('z', 10000000)), 1)))", nil},
+		{"SELECT LENGTH(TO_BASE64(REPEAT(CONCAT(REPEAT('y', 2000000), REPEAT('z', 2000000)), 1)))", nil},
 		{"SELECT REPEAT('ab', 3)", "ababab"},
 		{"SELECT repeat('é', 2)", "éé"},
 		{"SELECT SPACE(2000000000)", nil},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/netutil"
 )
 
 // connGuard keeps connections within Limits: a connection must
@@ -17,13 +18,20 @@ import (
 // sockets cannot lock legitimate clients out); authenticated connections
 // are at most MaxConnections, AdminConnections of them kept for
 // administrators, and MaxConnectionsPerAccount per account.
+//
+// The guard keeps a record per connection but hands vitess the accepted
+// connection itself: go-mysql-server notices a client that disconnects
+// during a query only on a *net.TCPConn (optionally in vitess's
+// ConnWithTimeouts), and cancels the query then. The record is released
+// when vitess reports the connection closed (closeHandler) or the guard
+// closes it.
 type connGuard struct {
 	lim     Limits
 	isAdmin func(user string) bool
 
 	mu      sync.Mutex
 	pending []*guardedConn // not authenticated, oldest first
-	byAddr  map[string]*guardedConn
+	conns   map[net.Conn]*guardedConn
 	authed  int
 	perUser map[string]int
 }
@@ -32,7 +40,7 @@ func newConnGuard(lim Limits, isAdmin func(string) bool) *connGuard {
 	if isAdmin == nil {
 		isAdmin = func(string) bool { return false }
 	}
-	return &connGuard{lim: lim, isAdmin: isAdmin, byAddr: map[string]*guardedConn{}, perUser: map[string]int{}}
+	return &connGuard{lim: lim, isAdmin: isAdmin, conns: map[net.Conn]*guardedConn{}, perUser: map[string]int{}}
 }
 
 // guardedListener accepts connections for a connGuard. Unlike the listener
@@ -71,48 +79,55 @@ func retryable(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
-// guardedConn is a connection of a connGuard. Until it authenticates, its
-// deadlines cannot be later than the handshake deadline.
+// guardedConn is the guard's record of one connection.
 type guardedConn struct {
 	net.Conn
 	g        *connGuard
 	deadline time.Time
 	authed   atomic.Bool
 	user     string
-	closed   sync.Once
+	released sync.Once
 }
 
 // accept registers c as pending, closing the oldest pending connection
-// beyond MaxPendingHandshakes.
-func (g *connGuard) accept(c net.Conn) *guardedConn {
+// beyond MaxPendingHandshakes, and returns c itself.
+func (g *connGuard) accept(c net.Conn) net.Conn {
 	gc := &guardedConn{Conn: c, g: g, deadline: time.Now().Add(g.lim.HandshakeTimeout)}
 	_ = c.SetDeadline(gc.deadline)
 	var evict *guardedConn
 	g.mu.Lock()
 	g.pending = append(g.pending, gc)
-	g.byAddr[c.RemoteAddr().String()] = gc
+	g.conns[c] = gc
 	if len(g.pending) > g.lim.MaxPendingHandshakes {
 		evict = g.pending[0]
 	}
 	g.mu.Unlock()
 	if evict != nil {
-		evict.Close()
+		evict.close()
 	}
 	time.AfterFunc(g.lim.HandshakeTimeout, func() {
 		if !gc.authed.Load() {
-			gc.Close()
+			gc.close()
 		}
 	})
-	return gc
+	return c
 }
 
-// authenticated is called when user authenticated on the connection from
-// addr: it counts the connection, or refuses it (MySQL error 1040 or 1203)
-// when it would exceed a limit.
-func (g *connGuard) authenticated(addr net.Addr, user string) error {
+// rawConn returns the connection vitess was given for c.
+func rawConn(c *mysql.Conn) net.Conn {
+	if w, ok := c.Conn.(netutil.ConnWithTimeouts); ok {
+		return w.Conn
+	}
+	return c.Conn
+}
+
+// authenticated is called when user authenticated on c: it counts the
+// connection, or refuses it (MySQL error 1040 or 1203) when it would exceed
+// a limit.
+func (g *connGuard) authenticated(c *mysql.Conn, user string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	gc := g.byAddr[addr.String()]
+	gc := g.conns[rawConn(c)]
 	if gc == nil {
 		return nil // not one of ours (a listener given by an embedder)
 	}
@@ -143,30 +158,22 @@ func (g *connGuard) removePending(gc *guardedConn) {
 	}
 }
 
-// SetDeadline implements net.Conn, keeping the handshake deadline.
-func (c *guardedConn) SetDeadline(t time.Time) error { return c.Conn.SetDeadline(c.clamp(t)) }
-
-// SetReadDeadline implements net.Conn, keeping the handshake deadline.
-func (c *guardedConn) SetReadDeadline(t time.Time) error { return c.Conn.SetReadDeadline(c.clamp(t)) }
-
-// SetWriteDeadline implements net.Conn, keeping the handshake deadline.
-func (c *guardedConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.clamp(t)) }
-
-func (c *guardedConn) clamp(t time.Time) time.Time {
-	if c.authed.Load() {
-		return t
+// closed releases the record of c, which vitess closed.
+func (g *connGuard) closed(c *mysql.Conn) {
+	g.mu.Lock()
+	gc := g.conns[rawConn(c)]
+	g.mu.Unlock()
+	if gc != nil {
+		gc.release()
 	}
-	if t.IsZero() || t.After(c.deadline) {
-		return c.deadline
-	}
-	return t
 }
 
-// Close implements net.Conn and releases the connection's place.
-func (c *guardedConn) Close() error {
-	c.closed.Do(func() {
+// release gives back the connection's place, once.
+func (c *guardedConn) release() {
+	c.released.Do(func() {
 		g := c.g
 		g.mu.Lock()
+		defer g.mu.Unlock()
 		if c.authed.Load() {
 			g.authed--
 			if g.perUser[c.user]--; g.perUser[c.user] <= 0 {
@@ -175,10 +182,25 @@ func (c *guardedConn) Close() error {
 		} else {
 			g.removePending(c)
 		}
-		if g.byAddr[c.RemoteAddr().String()] == c {
-			delete(g.byAddr, c.RemoteAddr().String())
+		if g.conns[c.Conn] == c {
+			delete(g.conns, c.Conn)
 		}
-		g.mu.Unlock()
 	})
-	return c.Conn.Close()
+}
+
+// close closes the connection and releases its place.
+func (c *guardedConn) close() {
+	c.release()
+	_ = c.Conn.Close()
+}
+
+// closeHandler tells the guard when vitess is done with a connection.
+type closeHandler struct {
+	mysql.Handler
+	g *connGuard
+}
+
+func (h closeHandler) ConnectionClosed(c *mysql.Conn) {
+	h.g.closed(c)
+	h.Handler.ConnectionClosed(c)
 }

@@ -48,7 +48,7 @@ type Config struct {
 //   - the dp_* system variables (registered once per process, before any
 //     session exists: sessions snapshot the registry when created);
 //   - DP_SET_UNION in the engine's function registry;
-//   - the table function DP_NGRAMS, when cfg.Provider implements
+//   - the table functions DP_NGRAMS and DP_EXPLAIN, when cfg.Provider implements
 //     sql.TableFunctionProvider (the analyzer then uses the provider copy
 //     that WithTableFunctions returns; table functions registered on the
 //     original provider afterwards are not seen). Lookups are as
@@ -59,7 +59,8 @@ type Config struct {
 //     then go-mysql-server's LIKE replaced by a linear-time one and every
 //     scalar function call guarded (gmsfix.Guarded: a panic is an error, a
 //     string beyond cfg.Limits.MaxStringBytes is NULL with warning 1301, and
-//     REPEAT, SPACE, LPAD, RPAD and REPLACE do not even build it);
+//     REPEAT, SPACE, LPAD, RPAD, REPLACE and CONCAT do not even build it,
+//     nor REGEXP_REPLACE beyond it);
 //   - a planner.GuardParser as the engine's and the analyzer's parser,
 //     refusing IN lists beyond cfg.Limits.MaxInList.
 func NewEngine(cfg Config) (*sqle.Engine, error) {
@@ -73,6 +74,9 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 		pro = p
 	}
 	ctx := sql.NewEmptyContext()
+	// DP_EXPLAIN plans queries with the engine being built.
+	var engine *sqle.Engine
+	analyze := func(ctx *sql.Context, query string) (sql.Node, error) { return engine.AnalyzeQuery(ctx, query) }
 	if tfp, ok := pro.(sql.TableFunctionProvider); ok {
 		// WithTableFunctions returns a copy (go-mysql-server's memory
 		// provider and storage.Provider alike): the copy is what the
@@ -80,7 +84,7 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 		if _, exists := tfp.TableFunction(ctx, functions.NgramsName); exists {
 			return nil, fmt.Errorf("server: the provider already defines the table function %s; let NewEngine install it", functions.NgramsName)
 		}
-		np, err := tfp.WithTableFunctions(functions.NgramsTableFunction(cfg.Functions))
+		np, err := tfp.WithTableFunctions(functions.NgramsTableFunction(cfg.Functions), planner.ExplainFunction(cfg.Functions.Governor, analyze))
 		if err != nil {
 			return nil, fmt.Errorf("server: installing %s: %w", functions.NgramsName, err)
 		}
@@ -109,6 +113,7 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 	a.Parser = parser
 	e := sqle.New(a, cfg.Engine)
 	e.Parser = parser
+	engine = e
 	return e, nil
 }
 

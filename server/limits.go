@@ -56,6 +56,11 @@ type Limits struct {
 	// is closed to admit a new one).
 	HandshakeTimeout     time.Duration
 	MaxPendingHandshakes int
+	// MaxMemoryBytes bounds the memory the process holds: above it, the
+	// most recent statements of governed sessions are stopped (error 1041)
+	// until it is below again. 0 takes DefaultMaxMemory; negative: no
+	// bound.
+	MaxMemoryBytes int64
 }
 
 // DefaultLimits are the limits of a server whose configuration sets none.
@@ -63,11 +68,11 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxStatementBytes:        1 << 20,
 		MaxStatementTokens:       100_000,
-		MaxOperators:             10_000,
+		MaxOperators:             1_000,
 		MaxNesting:               200,
 		MaxInList:                10_000,
 		MaxExecutionTime:         10 * time.Minute,
-		MaxStringBytes:           16 << 20,
+		MaxStringBytes:           4 << 20,
 		MaxStatementsPerAccount:  8,
 		MaxConnections:           256,
 		AdminConnections:         8,
@@ -107,6 +112,12 @@ func (l Limits) WithDefaults() Limits {
 	if l.HandshakeTimeout <= 0 {
 		l.HandshakeTimeout = d.HandshakeTimeout
 	}
+	if l.MaxMemoryBytes == 0 {
+		l.MaxMemoryBytes = int64(DefaultMaxMemory())
+		if l.MaxMemoryBytes == 0 {
+			l.MaxMemoryBytes = -1
+		}
+	}
 	return l
 }
 
@@ -118,14 +129,18 @@ func limitError(code int, state, what, setting string, got, max any) error {
 }
 
 // CheckStatementText applies the limits that need only the text of a
-// statement: bytes, tokens, operators and nesting. It scans tokens without
+// statement: bytes, tokens, operators, nesting and IN-list items. It scans tokens without
 // building a syntax tree, so it cannot itself be made to recurse.
 func (l Limits) CheckStatementText(text string) error {
 	if len(text) > l.MaxStatementBytes {
 		return limitError(mysql.ERNetPacketTooLarge, "08S01", "statement too long", "max_statement_bytes", fmt.Sprintf("%d bytes", len(text)), l.MaxStatementBytes)
 	}
 	tkn := ast.NewStringTokenizer(text)
-	tokens, ops, depth := 0, 0, 0
+	tokens, ops, depth, prev := 0, 0, 0, 0
+	// IN lists open at depths lists, with items items so far (the parser
+	// check InListCheck counts them too, but go-mysql-server reports a
+	// parser check's error as a syntax error, 1105).
+	var lists, items []int
 	for {
 		typ, _ := tkn.Scan()
 		if typ == 0 || typ == ast.LEX_ERROR {
@@ -134,12 +149,26 @@ func (l Limits) CheckStatementText(text string) error {
 		if tokens++; tokens > l.MaxStatementTokens {
 			return limitError(mysql.ERNetPacketTooLarge, "08S01", "statement too long", "max_statement_tokens", fmt.Sprintf("over %d tokens", l.MaxStatementTokens), l.MaxStatementTokens)
 		}
+		last := prev
+		prev = typ
 		switch {
 		case typ == '(':
 			if depth++; depth > l.MaxNesting {
 				return limitError(ERTooHighLevelOfNesting, "HY000", "expression nested too deeply", "max_nesting", fmt.Sprintf("over %d parentheses", l.MaxNesting), l.MaxNesting)
 			}
+			if last == ast.IN {
+				lists, items = append(lists, depth), append(items, 1)
+			}
+		case typ == ',':
+			if k := len(lists) - 1; k >= 0 && lists[k] == depth {
+				if items[k]++; items[k] > l.MaxInList {
+					return limitError(mysql.ERNetPacketTooLarge, "08S01", "IN list too long", "max_in_list", fmt.Sprintf("over %d items", l.MaxInList), l.MaxInList)
+				}
+			}
 		case typ == ')':
+			if k := len(lists) - 1; k >= 0 && lists[k] == depth {
+				lists, items = lists[:k], items[:k]
+			}
 			depth--
 		case isOperator(typ):
 			if ops++; ops > l.MaxOperators {
@@ -196,6 +225,8 @@ type statementGuard struct {
 	governed func(user string) bool
 	log      *logrus.Logger
 
+	mem *memoryGuard // nil: no memory bound
+
 	mu      sync.Mutex
 	running map[string]int
 }
@@ -209,7 +240,11 @@ func newStatementGuard(lim Limits, governed func(string) bool, log *logrus.Logge
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	return &statementGuard{lim: lim, governed: governed, log: log, running: map[string]int{}}
+	g := &statementGuard{lim: lim, governed: governed, log: log, running: map[string]int{}}
+	if lim.MaxMemoryBytes > 0 {
+		g.mem = newMemoryGuard(uint64(lim.MaxMemoryBytes), log)
+	}
+	return g
 }
 
 func (g *statementGuard) Priority() int { return 0 }
@@ -232,23 +267,47 @@ func (g *statementGuard) enter(user string) (func(), error) {
 	}, nil
 }
 
-// deadline bounds a governed session's statement.
-func (g *statementGuard) deadline(ctx context.Context, user string) (context.Context, context.CancelFunc) {
-	if !g.governed(user) {
-		return context.WithCancel(ctx)
+// deadline bounds a governed session's statement and cancels any
+// statement whose client disconnects.
+func (g *statementGuard) deadline(ctx context.Context, c *mysql.Conn) (context.Context, context.CancelFunc) {
+	if !g.governed(c.User) {
+		ctx, cancel := context.WithCancel(ctx)
+		cancelOnDisconnect(ctx, c, cancel)
+		return ctx, cancel
 	}
-	return context.WithTimeout(ctx, g.lim.MaxExecutionTime)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, g.lim.MaxExecutionTime)
+	unwatch := func() {}
+	if g.mem != nil {
+		unwatch = g.mem.watch(cancelCause)
+	}
+	cancel := func() {
+		unwatch()
+		cancelTimeout()
+		cancelCause(context.Canceled)
+	}
+	cancelOnDisconnect(ctx, c, cancel)
+	return ctx, cancel
 }
 
 // finish maps the outcome of a statement: a timeout becomes MySQL's 3024
-// naming the setting, a panic caught by go-mysql-server loses its text.
+// naming the setting, a cancellation (KILL QUERY) 1317, and a panic caught
+// by go-mysql-server loses its text.
 func (g *statementGuard) finish(ctx context.Context, c *mysql.Conn, err error) error {
 	if err == nil {
 		return nil
 	}
+	if errors.Is(context.Cause(ctx), errMemory) && g.mem != nil {
+		return g.mem.memoryError()
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return mysql.NewSQLError(mysql.ERQueryTimeout, "HY000",
 			"Query execution was interrupted, maximum statement execution time exceeded (%s; limits.max_execution_time in the server's configuration)", g.lim.MaxExecutionTime)
+	}
+	var se *mysql.SQLError
+	if errors.Is(err, context.Canceled) || (errors.As(err, &se) && se.Num == mysql.ERUnknownError && se.Message == context.Canceled.Error()) {
+		// KILL QUERY cancels the statement's context; MySQL answers 1317.
+		return mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "Query execution was interrupted")
 	}
 	if msg := err.Error(); strings.Contains(msg, "handler caught panic") {
 		g.log.Errorf("dpsql: go-mysql-server caught a panic in a statement of connection %d (user %s); the statement failed, the server goes on", c.ConnectionID, c.User)
@@ -289,7 +348,7 @@ func (g *statementGuard) Query(ctx context.Context, chain gms.Chain, c *mysql.Co
 		return err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c.User)
+	ctx, cancel := g.deadline(ctx, c)
 	defer cancel()
 	return g.finish(ctx, c, chain.ComQuery(ctx, c, query, callback))
 }
@@ -305,7 +364,7 @@ func (g *statementGuard) MultiQuery(ctx context.Context, chain gms.Chain, c *mys
 		return "", err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c.User)
+	ctx, cancel := g.deadline(ctx, c)
 	defer cancel()
 	rest, err = chain.ComMultiQuery(ctx, c, query, callback)
 	return rest, g.finish(ctx, c, err)
@@ -329,7 +388,7 @@ func (g *statementGuard) StmtExecute(ctx context.Context, chain gms.Chain, c *my
 		return err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c.User)
+	ctx, cancel := g.deadline(ctx, c)
 	defer cancel()
 	return g.finish(ctx, c, chain.ComStmtExecute(ctx, c, prepare, callback))
 }

@@ -64,6 +64,8 @@ type Server struct {
 	s    *gms.Server
 	e    *sqle.Engine
 	addr string
+	// stopMemory stops the memory guard (nil without one).
+	stopMemory context.CancelFunc
 }
 
 // NewServer prepares a server for e; Start runs it. The dp_* variables are
@@ -92,7 +94,8 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	}
 	lim := cfg.Limits.WithDefaults()
 	var ic gms.InterceptorChain
-	ic.WithInterceptor(newStatementGuard(lim, cfg.Governed, nil))
+	guard := newStatementGuard(lim, cfg.Governed, nil)
+	ic.WithInterceptor(guard)
 	gcfg := gms.Config{
 		Protocol:               "tcp",
 		Address:                cfg.Address,
@@ -114,7 +117,13 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
 	}
-	return &Server{s: s, e: e, addr: s.Listener.Addr().String()}, nil
+	srv := &Server{s: s, e: e, addr: s.Listener.Addr().String()}
+	if guard.mem != nil {
+		ctx, stop := context.WithCancel(context.Background())
+		srv.stopMemory = stop
+		go guard.mem.run(ctx)
+	}
+	return srv, nil
 }
 
 // sessionBuilder makes plain sessions for the user the connection
@@ -149,7 +158,12 @@ func (s *Server) Start() error { return s.s.Start() }
 // Close stops accepting connections and closes the listener. Clients that
 // are connected are disconnected when the process ends; Shutdown waits for
 // them.
-func (s *Server) Close() error { return s.s.Close() }
+func (s *Server) Close() error {
+	if s.stopMemory != nil {
+		s.stopMemory()
+	}
+	return s.s.Close()
+}
 
 // Shutdown stops the server gracefully: it stops accepting connections,
 // disconnects idle clients at once, lets running statements finish for up

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"time DP_SET_UNION against SELECT DISTINCT on a corpus; prints a table", runBench}
+	commands["bench"] = command{"time private releases against the same non-private queries on a corpus; prints a table", runBench}
 }
 
 // defaultCorpus is the benchmark input: $DPSQL_DATA_DIR or ../shared/data.
@@ -39,7 +39,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: dpsql bench [--input FILE] [--runs N] [--cpuprofile FILE]")
 		fmt.Fprintln(stderr, "\nBuilds the table t(user_id, word) from the tokens of a corpus and times, in this process,")
 		fmt.Fprintln(stderr, "SELECT DP_SET_UNION(word, user_id) FROM t and an analyst's private SELECT DISTINCT word FROM t")
-		fmt.Fprintln(stderr, "against SELECT COUNT(DISTINCT word) FROM t and the plain SELECT DISTINCT word FROM t.")
+		fmt.Fprintln(stderr, "against SELECT COUNT(DISTINCT word) FROM t and the plain SELECT DISTINCT word FROM t, and an")
+		fmt.Fprintln(stderr, "analyst's private SELECT word, COUNT(*), AVG(LENGTH(word)) FROM t GROUP BY word against the same")
+		fmt.Fprintln(stderr, "non-private GROUP BY. Each row's ratio is its median over its baseline's median.")
 		fmt.Fprintln(stderr, "Timings on a shared machine are noisy; compare ratios.\n\nflags:")
 		fs.PrintDefaults()
 	}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dpsql/dpsql/cmd/internal/cli"
+	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )

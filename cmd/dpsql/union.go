@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/dpsql/dpsql/cmd/internal/cli"
+	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tokenize"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsql/dpsql/cmd/internal/cli"
+	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
@@ -167,7 +167,7 @@ func TestUnionGreedyPublic(t *testing.T) {
 }
 
 func TestParams(t *testing.T) {
-	code, out, errOut := runCmd(t, "params", "--mechanism", "policy_gaussian_l2", "--epsilon", "3", "--delta", "4.5399929762484854e-05", "--max-items", "10")
+	code, out, errOut := runCmd(t, "params", "--mechanism", "policy_gaussian_l2", "--epsilon", "3", "--delta", "4.5399929762484854e-05", "--max-items", "10", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -177,6 +177,20 @@ func TestParams(t *testing.T) {
 	}
 	if m["noise"] != "gaussian" || fmt.Sprintf("%.4f", m["scale"]) != "1.3328" || fmt.Sprintf("%.4f", m["rho"]) != "6.4353" || m["alpha"] != 3.0 {
 		t.Errorf("params %v", m)
+	}
+	// By default, a table for people with the users a key needs.
+	code, out, errOut = runCmd(t, "params", "--mechanism", "policy_gaussian_l2", "--epsilon", "3", "--delta", "4.5399929762484854e-05", "--max-items", "10")
+	if code != 0 || !strings.HasPrefix(out, "parameter") || !strings.Contains(out, "threshold") || !strings.Contains(out, "6.43") || !strings.Contains(out, "users_for_95pct") {
+		t.Errorf("table: exit %d %s %s", code, out, errOut)
+	}
+	// Aggregates: their noise and 95% interval; SUM needs bounds.
+	code, out, errOut = runCmd(t, "params", "--aggregates", "count,sum", "--bounds", "0,10", "--json")
+	var plan map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil || len(plan["aggregates"].([]any)) != 2 {
+		t.Errorf("aggregates: exit %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(t, "params", "--aggregates", "sum"); code != 2 || !strings.Contains(errOut, "--bounds") {
+		t.Errorf("sum without bounds: exit %d %s", code, errOut)
 	}
 	if code, _, _ := runCmd(t, "params", "--mechanism", "greedy_public"); code != 0 {
 		t.Error("params for greedy_public needs no public table")

@@ -36,6 +36,19 @@ type program struct {
 	size int
 }
 
+// maxMatchMemory bounds the memory matching a compiled pattern may need
+// (see compile).
+const maxMatchMemory = 32 << 20
+
+// mustParse parses a Go pattern that regexp.Compile accepted.
+func mustParse(goPattern string) *syntax.Regexp {
+	re, err := syntax.Parse(goPattern, syntax.Perl)
+	if err != nil {
+		panic("regex: a compiled pattern does not parse: " + err.Error())
+	}
+	return re
+}
+
 // compile translates an ICU pattern with flags into a Go program.
 func compile(pattern string, flags RegexFlags) (*program, error) {
 	const known = RegexFlags_Case_Insensitive | RegexFlags_Comments | RegexFlags_Dot_All | RegexFlags_Literal |
@@ -93,6 +106,17 @@ func compile(pattern string, flags RegexFlags) (*program, error) {
 			return nil, &syntaxError{msg: msg, kind: re2Limit}
 		}
 		return nil, err
+	}
+	// Go's NFA keeps a capture array per thread, a thread per
+	// instruction: matching needs about instructions × slots × 8 bytes,
+	// 26 GB for a 40-byte pattern of 20,000 groups.
+	if p, err := syntax.Compile(mustParse(prog.goPattern).Simplify()); err == nil {
+		slots := 2 * (re.NumSubexp() + 1)
+		if need := int64(len(p.Inst)) * int64(slots) * 8; need > maxMatchMemory {
+			return nil, &syntaxError{kind: re2Limit, msg: fmt.Sprintf(
+				"the expression needs too much memory to match: %d capture groups over %d instructions need %d MiB, above %d MiB (use non-capturing groups (?:…))",
+				re.NumSubexp(), len(p.Inst), need>>20, maxMatchMemory>>20)}
+		}
 	}
 	prog.re = re
 	prog.capIndex = []int{0}

@@ -8,6 +8,23 @@ import (
 	"gopkg.in/src-d/go-errors.v1"
 )
 
+// maxResultBytes is MaxResultBytes's current value.
+var maxResultBytes atomic.Int64
+
+func init() { maxResultBytes.Store(DefaultMaxResultBytes) }
+
+// DefaultMaxResultBytes is the default of SetMaxResultBytes.
+const DefaultMaxResultBytes = 64 << 20
+
+// SetMaxResultBytes bounds the length of Replace's results (for the whole
+// process); a longer result is ErrResultTooLarge, found without building
+// it. go-mysql-server's REGEXP_REPLACE is the only caller.
+func SetMaxResultBytes(n int) {
+	if n > 0 {
+		maxResultBytes.Store(int64(n))
+	}
+}
+
 // Regex is a compiled pattern and the text it is matched against, the
 // interface go-mysql-server's REGEXP functions use. Positions and
 // occurrences count from 1 except where noted; positions are characters
@@ -58,6 +75,9 @@ var (
 	// ErrInvalidRegex is returned by SetRegexString for a pattern that
 	// cannot be compiled; the message says why and where.
 	ErrInvalidRegex = errors.NewKind("the given regular expression is invalid: %s")
+	// ErrResultTooLarge is returned by Replace when its result would be
+	// longer than MaxResultBytes.
+	ErrResultTooLarge = errors.NewKind("the result of the replacement would be longer than %d bytes")
 	// ErrInvalidReplacement is returned by Replace for a replacement string
 	// with a bad $ group reference or \u escape.
 	ErrInvalidReplacement = errors.NewKind("the replacement string of the regular expression is invalid: %s")
@@ -227,39 +247,50 @@ func (pr *privateRegex) Replace(ctx context.Context, replacementStr string, star
 	if !ok {
 		return "", ErrIndexOutOfBounds.New()
 	}
-	var matches [][]int
-	if occurrence == 0 {
-		err := pr.each(ctx, p, true, func(loc []int) bool {
-			matches = append(matches, loc)
-			return true
-		})
-		if err != nil {
-			return "", err
+	// The replacement is parsed at the first match (without a match the
+	// text comes back unchanged, whatever the replacement). The text is built as the matches are found, and given up beyond
+	// MaxResultBytes: every empty match of a 16 MiB text may insert the
+	// replacement.
+	limit := int(maxResultBytes.Load())
+	var out []byte
+	var tmpl replacement
+	var terr error
+	prev, found := p, false
+	add := func(loc []int) bool {
+		if !found {
+			if tmpl, terr = parseReplacement(replacementStr, pr.prog); terr != nil {
+				return false
+			}
+			out = make([]byte, 0, len(s)+len(replacementStr))
+			out = append(out, s[:p]...)
+			found = true
 		}
-	} else {
-		loc, err := pr.nth(ctx, p, occurrence, true)
-		if err != nil {
-			return "", err
-		}
-		if loc != nil {
-			matches = append(matches, loc)
-			p = loc[0]
-		}
-	}
-	if len(matches) == 0 {
-		return s, nil
-	}
-	tmpl, err := parseReplacement(replacementStr, pr.prog)
-	if err != nil {
-		return "", err
-	}
-	out := make([]byte, 0, len(s)+len(replacementStr))
-	out = append(out, s[:p]...)
-	prev := p
-	for _, loc := range matches {
 		out = append(out, s[prev:loc[0]]...)
 		out = tmpl.expand(out, s, loc, pr.prog)
 		prev = loc[1]
+		return len(out) <= limit
+	}
+	var err error
+	if occurrence == 0 {
+		err = pr.each(ctx, p, true, add)
+	} else {
+		var loc []int
+		if loc, err = pr.nth(ctx, p, occurrence, true); err == nil && loc != nil {
+			p, prev = loc[0], loc[0]
+			add(loc)
+		}
+	}
+	if err == nil {
+		err = terr
+	}
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return s, nil
+	}
+	if len(out)+len(s)-prev > limit {
+		return "", ErrResultTooLarge.New(limit)
 	}
 	out = append(out, s[prev:]...)
 	return string(out), nil

@@ -600,3 +600,45 @@ func BenchmarkReplaceAllQuadratic(b *testing.B) {
 		})
 	}
 }
+
+// TestMatchMemoryBounded: a short pattern with many groups, whose matching
+// would need gigabytes (Go keeps a capture array per NFA thread), is
+// refused when compiled; a pattern with a few groups is not.
+func TestMatchMemoryBounded(t *testing.T) {
+	ctx := context.Background()
+	r := CreateRegex(1)
+	defer r.Close()
+	err := r.SetRegexString(ctx, strings.Repeat("(a?)", 20000), RegexFlags_None)
+	if err == nil || !strings.Contains(err.Error(), "too much memory") {
+		t.Fatalf("20,000 groups: %v", err)
+	}
+	if err := r.SetRegexString(ctx, strings.Repeat("(a?)", 20), RegexFlags_None); err != nil {
+		t.Fatalf("20 groups: %v", err)
+	}
+}
+
+// TestReplaceResultBounded: a replacement whose result would pass
+// MaxResultBytes fails with ErrResultTooLarge, without building it.
+func TestReplaceResultBounded(t *testing.T) {
+	ctx := context.Background()
+	defer SetMaxResultBytes(DefaultMaxResultBytes)
+	SetMaxResultBytes(1000)
+	r := CreateRegex(1)
+	defer r.Close()
+	if err := r.SetRegexString(ctx, "", RegexFlags_None); err == nil {
+		t.Fatal("an empty pattern compiled")
+	}
+	if err := r.SetRegexString(ctx, "a?", RegexFlags_None); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetMatchString(ctx, strings.Repeat("b", 600)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Replace(ctx, "xy", 1, 0); !ErrResultTooLarge.Is(err) {
+		t.Errorf("600 empty matches × 2 bytes: %v", err)
+	}
+	got, err := r.Replace(ctx, "x", 1, 1)
+	if err != nil || got != "x"+strings.Repeat("b", 600) {
+		t.Errorf("one replacement: %q %v", got, err)
+	}
+}

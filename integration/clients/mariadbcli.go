@@ -17,7 +17,9 @@ import (
 
 // MariaDBCLI runs statements through the `mysql` command line client of
 // Debian's mariadb-client in batch mode (-B: tab-separated output, special
-// characters escaped) on one connection, and parses its output.
+// characters escaped) on one connection, and parses its output. It runs with
+// --comments: by default the client strips comments, optimizer hints
+// (/*+ SET_VAR(…) */) included, before sending a statement.
 //
 // With Stdin the statements are piped to the client with --force, so that
 // it goes on after an error; with -e (Stdin false) they are passed as one
@@ -59,7 +61,7 @@ func (c MariaDBCLI) Run(ctx context.Context, t Target, stmts []Statement) ([]Res
 		cnfQuote(t.User), cnfQuote(t.Password))), 0o600); err != nil {
 		return nil, err
 	}
-	args := []string{"--defaults-file=" + cnf, "--protocol=TCP", "-h", t.Host, "-P", strconv.Itoa(t.Port), "--batch"}
+	args := []string{"--defaults-file=" + cnf, "--protocol=TCP", "-h", t.Host, "-P", strconv.Itoa(t.Port), "--batch", "--comments"}
 	if t.TLS {
 		args = append(args, "--ssl")
 		if t.CAFile != "" {

@@ -1,7 +1,9 @@
 // Package testenv locates what tests need outside the repository: the shared
 // corpora and client programs. On a developer machine a missing corpus or
 // client skips the test with a message saying what to install; under CI
-// (DPSQL_CI set, as .ci/run does) it fails the test instead.
+// (DPSQL_CI set, as .ci/run does) it fails the test instead. Under
+// `go test -short` (the quick local lane) every test that reads a corpus is
+// skipped.
 package testenv
 
 import (
@@ -61,9 +63,13 @@ func DataDir() string {
 }
 
 // DataFile returns the path of a shared corpus file, skipping (or, under CI,
-// failing) the test when it is absent.
+// failing) the test when it is absent. Under -short it skips the test: the
+// short lane reads no corpus.
 func DataFile(tb testing.TB, name string) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("-short: reads the corpus %s", name)
+	}
 	p := filepath.Join(DataDir(), name)
 	if _, err := os.Stat(p); err != nil {
 		missing(tb, "corpus %s not found (%v); put the shared data at ../shared/data or set DPSQL_DATA_DIR", name, err)

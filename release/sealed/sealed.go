@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -258,15 +257,6 @@ func ruleOf(e sql.Expression) *rule {
 		return nil
 	}
 	return allowed[reflect.TypeOf(e)]
-}
-
-func containsFold(names []string, s string) bool {
-	for _, n := range names {
-		if strings.EqualFold(n, s) {
-			return true
-		}
-	}
-	return false
 }
 
 func containsInt(xs []int, x int) bool {

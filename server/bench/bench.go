@@ -74,11 +74,13 @@ func WordsTable(path, name string, progressW io.Writer) (*storage.Table, error) 
 }
 
 // Query is one benchmarked statement, run as User ("" for an ungoverned
-// session; Analyst for the governed rewrite).
+// session; Analyst for the governed rewrite), compared with the query named
+// Baseline ("": the last query).
 type Query struct {
-	Name string
-	SQL  string
-	User string
+	Name     string
+	SQL      string
+	User     string
+	Baseline string
 }
 
 // Analyst is the governed user of the benchmark engine: for it, table t is
@@ -88,13 +90,18 @@ const Analyst = "analyst"
 
 // Queries are the statements compared on table: DP_SET_UNION, the analyst's
 // SELECT DISTINCT (rewritten into a private release), and the two
-// non-private queries they stand in for. The last one is the baseline.
+// non-private queries they stand in for, compared with the plain SELECT
+// DISTINCT (the last query); and the analyst's GROUP BY with a DP COUNT and
+// AVG, compared with the same non-private GROUP BY.
 func Queries(table string) []Query {
+	groupBy := "SELECT word, COUNT(*), AVG(LENGTH(word)) FROM " + table + " GROUP BY word"
 	return []Query{
-		{"DP_SET_UNION", "SELECT DP_SET_UNION(word, user_id) FROM " + table, ""},
-		{"private SELECT DISTINCT", "SELECT DISTINCT word FROM " + table, Analyst},
-		{"COUNT(DISTINCT)", "SELECT COUNT(DISTINCT word) FROM " + table, ""},
-		{"SELECT DISTINCT", "SELECT DISTINCT word FROM " + table, ""},
+		{"DP_SET_UNION", "SELECT DP_SET_UNION(word, user_id) FROM " + table, "", ""},
+		{"private SELECT DISTINCT", "SELECT DISTINCT word FROM " + table, Analyst, ""},
+		{"COUNT(DISTINCT)", "SELECT COUNT(DISTINCT word) FROM " + table, "", ""},
+		{"private GROUP BY", "SELECT /*+ SET_VAR(dp_contribution_bounds = '0,30') */" + groupBy[len("SELECT"):], Analyst, "GROUP BY"},
+		{"GROUP BY", groupBy, "", "GROUP BY"},
+		{"SELECT DISTINCT", "SELECT DISTINCT word FROM " + table, "", ""},
 	}
 }
 
@@ -124,6 +131,7 @@ func (benchGovernor) Charge(*sql.Context, release.Request) error { return nil }
 // Run executes query on e and reads every row; it returns the number of
 // rows.
 func Run(ctx *sql.Context, e *sqle.Engine, query string) (int, error) {
+	ctx = ctx.WithQuery(query) // as the server's handler does: hints are read from it
 	_, it, _, err := e.Query(ctx, query)
 	if err != nil {
 		return 0, err
@@ -188,18 +196,29 @@ func Measure(newCtx func(user string) *sql.Context, e *sqle.Engine, queries []Qu
 }
 
 // WriteTable prints results as a table, with each query's median time
-// relative to the last query's (the baseline).
+// relative to its baseline's (the query named by Baseline, or the last
+// query), then the queries' SQL.
 func WriteTable(w io.Writer, results []Result) error {
-	base := results[len(results)-1]
-	fmt.Fprintf(w, "%-64s %6s %10s %10s %12s\n", "query", "rows", "min", "median", "vs "+base.Name)
+	byName := map[string]Result{}
 	for _, r := range results {
-		ratio := float64(r.Median()) / float64(base.Median())
-		what := r.SQL
-		if r.User != "" {
-			what += " (as " + r.User + ")"
+		byName[r.Name] = r
+	}
+	fmt.Fprintf(w, "%-26s %-8s %7s %10s %10s %8s  %s\n", "query", "user", "rows", "min", "median", "ratio", "baseline")
+	for _, r := range results {
+		base, ok := byName[r.Baseline]
+		if !ok {
+			base = results[len(results)-1]
 		}
-		_, err := fmt.Fprintf(w, "%-64s %6d %10s %10s %11.2f×\n", what, r.Rows, round(r.Min()), round(r.Median()), ratio)
-		if err != nil {
+		ratio := float64(r.Median()) / float64(base.Median())
+		user := r.User
+		if user == "" {
+			user = "admin"
+		}
+		fmt.Fprintf(w, "%-26s %-8s %7d %10s %10s %7.2f×  %s\n", r.Name, user, r.Rows, round(r.Min()), round(r.Median()), ratio, base.Name)
+	}
+	fmt.Fprintln(w)
+	for _, r := range results {
+		if _, err := fmt.Fprintf(w, "%-26s %s\n", r.Name+":", r.SQL); err != nil {
 			return err
 		}
 	}

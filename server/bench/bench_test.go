@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -89,7 +90,18 @@ func TestQueriesSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].Rows != 1 || res[1].Rows < 1 || res[1].Rows >= 43380 || res[2].Rows != 1 || res[3].Rows != 43380 {
-		t.Fatalf("rows %d %d %d %d (the corpus has 43,380 distinct unigrams)", res[0].Rows, res[1].Rows, res[2].Rows, res[3].Rows)
+	rows := map[string]int{}
+	for _, r := range res {
+		rows[r.Name] = r.Rows
+	}
+	private, plain := rows["private SELECT DISTINCT"], rows["SELECT DISTINCT"]
+	privateGroups, groups := rows["private GROUP BY"], rows["GROUP BY"]
+	if rows["DP_SET_UNION"] != 1 || private < 1 || private >= 43380 || rows["COUNT(DISTINCT)"] != 1 || plain != 43380 ||
+		privateGroups < 1 || privateGroups > private*2 || groups != 43380 {
+		t.Fatalf("rows %v (the corpus has 43,380 distinct unigrams)", rows)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, res); err != nil || !strings.Contains(b.String(), "private GROUP BY") {
+		t.Errorf("table: %v\n%s", err, b.String())
 	}
 }

@@ -161,6 +161,10 @@ type Limits struct {
 	MaxConnectionsPerAccount int           `yaml:"max_connections_per_account"`
 	HandshakeTimeout         time.Duration `yaml:"handshake_timeout"`
 	MaxPendingHandshakes     int           `yaml:"max_pending_handshakes"`
+	// MaxMemoryBytes bounds the process's memory: above it the most recent
+	// analyst statement is stopped (error 1041). 0: 70% of the machine's
+	// (or cgroup's) memory, 90% of GOMEMLIMIT when set; -1: no bound.
+	MaxMemoryBytes int64 `yaml:"max_memory_bytes"`
 	// ReleaseValueBytes and ReleaseRowWork bound the sealed evaluation of a
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`

@@ -2,6 +2,7 @@ package governance
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
@@ -9,7 +10,10 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
+	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/explain"
 )
 
 // BudgetName is the SQL name of the budget table function.
@@ -173,4 +177,58 @@ func (g *Governor) BudgetRows(ctx *sql.Context) ([]sql.Row, error) {
 		})
 	}
 	return rows, nil
+}
+
+// Preview implements release.Previewer: per database the statement reads,
+// the budget, what the releases would charge, what would be left, how many
+// more times the statement would fit, or why it would be refused now.
+func (g *Governor) Preview(ctx *sql.Context, reqs []release.Request) ([]explain.Fact, error) {
+	if !g.Governed(ctx) {
+		return []explain.Fact{explain.F("charge", "none", "administrators are not charged")}, nil
+	}
+	var dbs []string
+	costs := map[string][]accounting.Cost{}
+	var facts []explain.Fact
+	for _, r := range reqs {
+		if err := g.bounds.check(r); err != nil {
+			facts = append(facts, explain.F("refused", err.Error(), "the server refuses this release whatever the budget"))
+			continue
+		}
+		key := strings.ToLower(r.Database)
+		if _, ok := costs[key]; !ok {
+			dbs = append(dbs, r.Database)
+		}
+		costs[key] = append(costs[key], r.LedgerCost())
+	}
+	user := User(ctx)
+	for _, db := range dbs {
+		cs := costs[strings.ToLower(db)]
+		p, err := g.ledger.Preview(user, db, cs)
+		if err != nil {
+			return nil, fmt.Errorf("privacy budget ledger: %w", err)
+		}
+		pre := db + "."
+		total := accounting.Compose(cs...)
+		charge := fmt.Sprintf("ε=%s δ=%s", explain.Number(total.Epsilon), explain.Number(total.Delta))
+		if p.Before.Accounting == ledger.ZCDP && total.Rho > 0 {
+			charge += fmt.Sprintf(" (zCDP ρ=%s, threshold δ=%s)", explain.Number(total.Rho), explain.Number(total.ThresholdFail))
+		}
+		facts = append(facts, explain.F(pre+"charge", charge, fmt.Sprintf("what the statement's %d release(s) on %s would be charged", len(cs), db)))
+		if p.Refused != nil {
+			facts = append(facts, explain.F(pre+"refused", chargeError(p.Refused).Error(), "the ledger would refuse the statement now"))
+			if p.Before.Analyst == "" {
+				continue
+			}
+		}
+		b, a := p.Before, p.After
+		facts = append(facts,
+			explain.F(pre+"budget", fmt.Sprintf("ε=%s δ=%s (%s accounting)", explain.Number(b.Budget.Epsilon), explain.Number(b.Budget.Delta), b.Accounting), "your budget on "+db),
+			explain.F(pre+"remaining", fmt.Sprintf("ε=%s δ=%s", explain.Number(b.Remaining.Epsilon), explain.Number(b.Remaining.Delta)), "left now"))
+		if p.Refused == nil {
+			facts = append(facts,
+				explain.F(pre+"remaining_after", fmt.Sprintf("ε=%s δ=%s", explain.Number(a.Remaining.Epsilon), explain.Number(a.Remaining.Delta)), "left after this statement"),
+				explain.F(pre+"repeats_after", p.Repeats, "how many more times the same statement would fit after this one"))
+		}
+	}
+	return facts, nil
 }

@@ -296,6 +296,7 @@ func serverLimits(l config.Limits) server.Limits {
 		MaxConnectionsPerAccount: l.MaxConnectionsPerAccount,
 		HandshakeTimeout:         l.HandshakeTimeout,
 		MaxPendingHandshakes:     l.MaxPendingHandshakes,
+		MaxMemoryBytes:           l.MaxMemoryBytes,
 	}.WithDefaults()
 }
 

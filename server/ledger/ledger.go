@@ -658,6 +658,67 @@ func (l *Ledger) CheckCost(analyst, database string, c accounting.Cost) error {
 	})
 }
 
+// Preview is what charging a statement's releases would do to an
+// account, computed without charging (DP_EXPLAIN's budget rows).
+type Preview struct {
+	// Before is the account now.
+	Before Balance
+	// After is the account after every cost, when all are accepted
+	// (Before otherwise).
+	After Balance
+	// Refused is the *ChargeError of the first cost the ledger would
+	// refuse now, nil if all are accepted.
+	Refused error
+	// Repeats is how many more times the same costs would be accepted
+	// after these (at most MaxPreviewRepeats).
+	Repeats int
+}
+
+// MaxPreviewRepeats bounds Preview.Repeats.
+const MaxPreviewRepeats = 10_000
+
+// Preview computes, without charging, what charging costs in order would
+// do to the account of analyst on database. Like CheckCost it is advisory.
+func (l *Ledger) Preview(analyst, database string, costs []accounting.Cost) (Preview, error) {
+	var p Preview
+	err := l.db.View(func(tx *bolt.Tx) error {
+		a, st, err := getAccount(tx, analyst, database)
+		if errors.Is(err, ErrNoBudget) {
+			p.Refused = &ChargeError{Kind: ErrNoBudget, Analyst: analyst, Database: database}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p.Before = l.balance(a, st)
+		p.After = p.Before
+		apply := func() error {
+			for _, c := range costs {
+				if err := validateCost(c.Epsilon, c.Delta); err != nil {
+					return err
+				}
+				d, err := l.decide(a, st, c)
+				if err != nil {
+					return err
+				}
+				a.Rho, a.ThresholdFail = d.rho, d.thresholdFail
+				a.Releases++
+				st.spentEps, st.spentDelta = d.eps, d.delta
+			}
+			return nil
+		}
+		if p.Refused = apply(); p.Refused != nil {
+			return nil
+		}
+		p.After = l.balance(a, st)
+		for p.Repeats < MaxPreviewRepeats && apply() == nil {
+			p.Repeats++
+		}
+		return nil
+	})
+	return p, err
+}
+
 // decision is an account's totals after an accepted charge.
 type decision struct {
 	eps, delta         *big.Rat // the basic sums

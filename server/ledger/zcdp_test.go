@@ -128,3 +128,50 @@ func TestZCDPMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPreview: a preview charges nothing, shows the account before and
+// after, and counts exactly the repeats that charging then accepts; a cost
+// the account cannot pay is refused in the preview as in ChargeCost.
+func TestPreview(t *testing.T) {
+	c := defaultCost(t)
+	for _, m := range []Method{Basic, ZCDP} {
+		l, err := Open(t.TempDir(), Options{LockTimeout: 5 * time.Second, Accounting: Accounting{Method: m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setLimits(t, l, Limit{Analyst: "alice", Database: "demo", Budget: Amount{10, 1e-5}})
+		cost := c
+		if m == Basic {
+			cost = accounting.Basic(c.Epsilon, c.Delta)
+		}
+		if _, err := l.ChargeCost(bg, "alice", "demo", cost, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := l.Preview("alice", "demo", []accounting.Cost{cost, cost})
+		if err != nil || p.Refused != nil {
+			t.Fatalf("%s: %+v %v", m, p, err)
+		}
+		if p.Before.Releases != 1 || p.After.Releases != 3 || p.After.Remaining.Epsilon >= p.Before.Remaining.Epsilon {
+			t.Errorf("%s: before %+v after %+v", m, p.Before, p.After)
+		}
+		n := 0
+		for ; n < 100; n++ {
+			if _, err := l.ChargeCost(bg, "alice", "demo", cost, Meta{}); err != nil {
+				break
+			}
+		}
+		// The preview's two costs and its repeats of both: 2 + 2·Repeats
+		// releases fit, possibly one more (a half repeat).
+		if n < 2+2*p.Repeats || n > 3+2*p.Repeats {
+			t.Errorf("%s: preview said %d repeats of 2 after 2, %d releases fit", m, p.Repeats, n)
+		}
+		p, err = l.Preview("alice", "demo", []accounting.Cost{cost})
+		if err != nil || !errors.Is(p.Refused, ErrBudgetExceeded) || p.Repeats != 0 {
+			t.Errorf("%s: exhausted account previewed as %+v %v", m, p, err)
+		}
+		if p, _ := l.Preview("bob", "demo", []accounting.Cost{cost}); !errors.Is(p.Refused, ErrNoBudget) {
+			t.Errorf("%s: unknown account previewed as %+v", m, p)
+		}
+		l.Close()
+	}
+}

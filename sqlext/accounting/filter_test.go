@@ -3,6 +3,7 @@ package accounting
 import (
 	"testing"
 
+	"github.com/dpsql/dpsql/sqlext/dpagg"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -47,5 +48,30 @@ func TestFilterRefusesBasicOnly(t *testing.T) {
 	}
 	if err := (Filter{Epsilon: 1, Delta: 1e-5, ThresholdShare: 1}).Check(Cost{}); err == nil {
 		t.Fatal("share 1 accepted")
+	}
+}
+
+// TestAggregatesCost: a release of aggregates costs its selection plus its
+// statistics, and converts to at most its stated (ε, δ).
+func TestAggregatesCost(t *testing.T) {
+	for _, noise := range []dpagg.Noise{dpagg.Laplace, dpagg.Gaussian} {
+		o := dpagg.Defaults()
+		o.Noise = noise
+		o.Aggregates = []dpagg.Aggregate{{Kind: dpagg.CountRows}, {Kind: dpagg.Sum, Lower: 0, Upper: 10}}
+		p, err := dpagg.Calibrate(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Aggregates(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel, _ := SetUnion(p.Selection)
+		if c.Rho <= sel.Rho || c.ThresholdFail != sel.ThresholdFail || c.Epsilon != o.Epsilon || c.Delta != o.Delta {
+			t.Errorf("%s: cost %+v, selection %+v", noise, c, sel)
+		}
+		if e := c.ConcentratedEpsilon(o.Delta * 10); !(e > 0) {
+			t.Errorf("%s: ε at 10δ = %v", noise, e)
+		}
 	}
 }

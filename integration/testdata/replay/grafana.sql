@@ -21,3 +21,6 @@ SELECT DISTINCT `${column}` FROM `${db}`.`${table}`;
 
 -- source: Grafana documentation, MySQL data source, query variables (a variable query may return __text and __value columns; recalled); a dashboard's own sorted form; reads rows: dpsql must refuse or answer with a DP release
 SELECT DISTINCT `${column}` AS __text, `${column}` AS __value FROM `${db}`.`${table}` ORDER BY __text;
+
+-- source: Grafana MySQL data source docs (table panel query "SELECT … AS metric, … AS value … GROUP BY … ORDER BY …"), as a user writes it for a count by key. dpsql must answer with a DP release of noisy aggregates
+SELECT ${column} AS metric, COUNT(*) AS value FROM ${table} GROUP BY 1 ORDER BY 2 DESC LIMIT 20;

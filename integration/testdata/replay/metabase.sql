@@ -40,3 +40,8 @@ SHOW GRANTS FOR CURRENT_USER();
 -- source: recalled shape of Metabase's table sample (fingerprinting) and field-values scans; exact SQL not re-read here. Reads rows: dpsql must refuse or answer with a DP release
 SELECT `${table}`.`${column}` AS `${column}` FROM `${db}`.`${table}` LIMIT 10000;
 SELECT `${table}`.`${column}` AS `${column}` FROM `${db}`.`${table}` GROUP BY `${table}`.`${column}` ORDER BY `${table}`.`${column}` ASC LIMIT 1000;
+
+-- source: recalled shape of the SQL Metabase's query builder sends for "Count of rows by <column>" and "Sum of <expression> by <column>" (sorted by the aggregate); exact SQL not re-read here. dpsql must answer with a DP release of noisy aggregates
+SELECT `${table}`.`${column}` AS `${column}`, count(*) AS `count` FROM `${db}`.`${table}` GROUP BY `${table}`.`${column}` ORDER BY `count` DESC, `${table}`.`${column}` ASC LIMIT 2000;
+SET dp_contribution_bounds = '0,100';
+SELECT `${table}`.`${column}` AS `${column}`, sum(char_length(`${table}`.`${column}`)) AS `sum` FROM `${db}`.`${table}` GROUP BY `${table}`.`${column}` ORDER BY `sum` DESC, `${table}`.`${column}` ASC LIMIT 2000;

@@ -9,8 +9,10 @@
 // The mechanism and column flags are those of `dpsql union`; the Beam flags
 // (--runner, default prism, --endpoint, --environment_type, --project,
 // --region, --temp_location, …) are the Go SDK's own. The released items are
-// written, sorted, to PREFIX-00000-of-00001; a one-line JSON summary ends the
-// output on stderr, as for `dpsql union`.
+// written, sorted, to PREFIX-00000-of-00001 and the run's exact input
+// statistics to PREFIX-stats.json; while the pipeline runs, progress lines go
+// to stderr (--quiet: none), and a one-line JSON summary ends the output on
+// stderr, as for `dpsql union`.
 //
 // The same binary is also the pipeline's worker: a runner that starts it with
 // --worker (Dataflow, Flink and Spark job services, through the Beam Go SDK
@@ -29,13 +31,15 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
-	"github.com/dpsql/dpsql/beamdp"
-	"github.com/dpsql/dpsql/cmd/internal/cli"
+	"github.com/dpsql/dpsql/beam/beamdp"
+	"github.com/dpsql/dpsql/internal/cli"
+	"github.com/dpsql/dpsql/internal/progress"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
@@ -93,12 +97,15 @@ type usageError struct{ error }
 
 // summary is the JSON line dpsql-beam prints last on stderr: the fields of
 // `dpsql union`'s summary that a distributed run can measure, plus the
-// runner, the output file and the shards. It describes the input exactly and
-// is meant for the operator who holds the data.
+// runner, the output and statistics files and the shards. Its counts are
+// read from the statistics file the pipeline wrote (beamdp.WriteStats), so
+// they are complete; they describe the input exactly and are meant for the
+// operator who holds the data.
 type summary struct {
 	setunion.Calibration
 	Input          string  `json:"input"`
 	Output         string  `json:"output"`
+	Stats          string  `json:"stats"`
 	Runner         string  `json:"runner"`
 	Shards         int     `json:"shards"`
 	Rows           int64   `json:"rows"`
@@ -129,11 +136,13 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 	shards := fs.Int("shards", 1, "number of shards S of a sequential mechanism (policy_*, greedy_*): users are split by keyed hash; 1 is the single-machine mechanism")
 	distinct := fs.Bool("distinct-items", true, "count the distinct items of the input for the summary; false saves the parallel mechanisms (count_*, weighted_*, single_item, dp_sips) about a third of their work and reports 0")
 	verbose := fs.Bool("verbose", false, "show the runner's informational logs (always shown for runners other than prism)")
+	quiet := fs.Bool("quiet", false, "no progress output")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql-beam union --input GLOB --output PREFIX --user-column N (--item-column N | --text-column N) [flags]")
 		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input, with the mechanisms of")
-		fmt.Fprintln(stderr, "`dpsql union` run as an Apache Beam pipeline. Ends with one JSON summary line on stderr.\n\nflags:")
+		fmt.Fprintln(stderr, "`dpsql union` run as an Apache Beam pipeline. Ends with one JSON summary line on stderr.")
+		fmt.Fprintf(stderr, "--max-items 0 (the default) bounds each user to %d items: a pipeline cannot choose Δ0 privately.\n\nflags:\n", setunion.FixedMaxItems)
 		printFlags(stderr, fs, func(name string) bool { return !beamFlags[name] })
 		if len(beamFlags) > 0 {
 			fmt.Fprintln(stderr, "\nBeam pipeline flags (the Go SDK's; --runner chooses the runner, default prism; most others apply to one runner):")
@@ -178,7 +187,7 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 
 	start := time.Now()
 	p, s := beam.NewPipelineWithRoot()
-	rows, err := beamdp.ReadRows(ctx, s, beamdp.Input{
+	rows, rowStats, err := beamdp.ReadRows(ctx, s, beamdp.Input{
 		Glob: in.Input, Format: tabfile.Format(strings.ToLower(in.Format)), UserColumn: in.UserColumn,
 		ItemColumn: in.ItemColumn, TextColumn: in.TextColumn, SkipHeader: in.SkipHeader,
 	})
@@ -190,28 +199,40 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 			return err
 		}
 	}
-	released, cal, err := beamdp.Union(s, rows, cfg)
+	rel, err := beamdp.Union(s, rows, cfg)
 	if err != nil {
 		return usageError{err}
 	}
-	beamdp.WriteSorted(s, *output, released)
-	pr, err := beamx.RunWithMetrics(ctx, p)
+	statsPath := beamdp.StatsName(*output)
+	beamdp.WriteSorted(s, *output, rel.Items)
+	beamdp.WriteStats(s, statsPath, rowStats, rel.Stats)
+
+	var progressW io.Writer = stderr
+	if *quiet {
+		progressW = nil
+	}
+	size := inputSize(ctx, in.Input)
+	base := beamdp.CurrentProgress()
+	rep := progress.Start(progressW, "dpsql-beam: "+runner, func() string { return status(beamdp.CurrentProgress(), base, size) })
+	_, err = beamx.RunWithMetrics(ctx, p)
+	rep.Stop()
 	if err != nil {
 		return fmt.Errorf("pipeline failed on runner %s: %w", runner, err)
 	}
 	var st beamdp.Stats
-	if pr != nil {
-		st = beamdp.StatsOf(pr, "")
+	if *jobopts.Async {
+		fmt.Fprintf(stderr, "dpsql-beam: the job was submitted with --async and may still be running: the counts below are not known yet (0); %s and %s appear when it finishes\n", beamdp.ShardName(*output), statsPath)
+	} else if st, err = beamdp.ReadStats(ctx, statsPath); err != nil {
+		return fmt.Errorf("the pipeline succeeded but its statistics are unreadable: %w", err)
 	}
 	total := time.Since(start).Seconds()
-	if *jobopts.Async {
-		fmt.Fprintf(stderr, "dpsql-beam: the job was submitted with --async and may still be running: the counts below are not known yet (0), and %s appears when it finishes\n", beamdp.ShardName(*output))
-	}
+	cal := rel.Calibration
 	fmt.Fprintf(stderr, "dpsql-beam: this release spent ε = %g, δ = %g of privacy budget (%s; no dpsql ledger was charged)\n", cal.Epsilon, cal.Delta, cal.Mechanism)
 	return cli.WriteJSON(stderr, summary{
 		Calibration:    cal,
 		Input:          in.Input,
 		Output:         beamdp.ShardName(*output),
+		Stats:          statsPath,
 		Runner:         runner,
 		Shards:         cfg.Shards,
 		Rows:           st.Rows,
@@ -224,6 +245,43 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 		PairsPerSecond: float64(st.Pairs) / total,
 		Seeded:         cfg.Seed != nil,
 	})
+}
+
+// inputSize returns the total size of the files of glob, or 0 if it cannot
+// be listed (the pipeline then reports the error).
+func inputSize(ctx context.Context, glob string) int64 {
+	fs, err := filesystem.New(ctx, glob)
+	if err != nil {
+		return 0
+	}
+	defer fs.Close()
+	files, err := fs.List(ctx, glob)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, f := range files {
+		if sz, err := fs.Size(ctx, f); err == nil {
+			n += sz
+		}
+	}
+	return n
+}
+
+// status describes the work done since base by the workers in this process
+// (prism's; a remote runner's workers report nothing here) for an input of
+// size bytes.
+func status(now, base beamdp.Progress, size int64) string {
+	rows, bytes := now.Rows-base.Rows, now.Bytes-base.Bytes
+	users, items := now.Users-base.Users, now.Items-base.Items
+	if rows == 0 && users == 0 && items == 0 {
+		return "running (no progress from workers in this process yet; a remote runner reports in its own console)"
+	}
+	read := fmt.Sprintf("%d rows read", rows)
+	if size > 0 {
+		read = fmt.Sprintf("%d rows read (%.0f%% of %s)", rows, 100*float64(min(bytes, size))/float64(size), progress.Bytes(size))
+	}
+	return fmt.Sprintf("%s, %d users grouped, %d release decisions", read, users, items)
 }
 
 // printFlags prints the defaults of the flags of fs that keep selects.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsql/dpsql/beam/beamdp"
+	"github.com/dpsql/dpsql/beam/internal/skewed"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
@@ -59,6 +61,35 @@ func coreStats(t *testing.T, path string) (setunion.Stats, int64) {
 	return b.Group(), rows
 }
 
+// summaryLine is the JSON summary that ends the command's stderr.
+type summaryLine struct {
+	Mechanism     string  `json:"mechanism"`
+	Epsilon       float64 `json:"epsilon"`
+	Delta         float64 `json:"delta"`
+	Rho           float64 `json:"rho"`
+	Output        string  `json:"output"`
+	Runner        string  `json:"runner"`
+	Shards        int     `json:"shards"`
+	Rows          int64   `json:"rows"`
+	Occurrences   int64   `json:"occurrences"`
+	Users         int64   `json:"users"`
+	Pairs         int64   `json:"pairs"`
+	DistinctItems int64   `json:"distinct_items"`
+	Released      int64   `json:"released"`
+	Seeded        bool    `json:"seeded"`
+}
+
+// parseSummary parses the last line of stderr as the JSON summary.
+func parseSummary(t *testing.T, stderr string) summaryLine {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	var sum summaryLine
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("last stderr line is not the JSON summary: %v\n%s", err, stderr)
+	}
+	return sum
+}
+
 // TestUnionCommand runs the command on git_rails with prism and checks the
 // output file (sorted, one item per line), the spent budget line and the
 // JSON summary, whose input statistics must equal the core's.
@@ -77,25 +108,7 @@ func TestUnionCommand(t *testing.T) {
 	if !strings.Contains(lines[len(lines)-2], "spent ε = 1, δ = 1e-06") {
 		t.Errorf("no spent-budget line before the summary: %q", lines[len(lines)-2])
 	}
-	var sum struct {
-		Mechanism     string  `json:"mechanism"`
-		Epsilon       float64 `json:"epsilon"`
-		Delta         float64 `json:"delta"`
-		Rho           float64 `json:"rho"`
-		Output        string  `json:"output"`
-		Runner        string  `json:"runner"`
-		Shards        int     `json:"shards"`
-		Rows          int64   `json:"rows"`
-		Occurrences   int64   `json:"occurrences"`
-		Users         int     `json:"users"`
-		Pairs         int64   `json:"pairs"`
-		DistinctItems int     `json:"distinct_items"`
-		Released      int     `json:"released"`
-		Seeded        bool    `json:"seeded"`
-	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-		t.Fatalf("last stderr line is not the JSON summary: %v\n%s", err, stderr)
-	}
+	sum := parseSummary(t, stderr)
 	o := setunion.Defaults()
 	o.Mechanism = setunion.PolicyLaplace
 	cal, _ := setunion.Calibrate(o)
@@ -103,7 +116,7 @@ func TestUnionCommand(t *testing.T) {
 	if sum.Mechanism != "policy_laplace" || sum.Epsilon != 1 || sum.Delta != 1e-6 || sum.Rho != cal.Rho || sum.Runner != "prism" || sum.Shards != 4 || !sum.Seeded {
 		t.Errorf("summary %+v", sum)
 	}
-	if sum.Rows != rows || sum.Occurrences != st.Occurrences || sum.Users != st.Users || sum.Pairs != st.Pairs || sum.DistinctItems != st.DistinctItems {
+	if sum.Rows != rows || sum.Occurrences != st.Occurrences || sum.Users != int64(st.Users) || sum.Pairs != st.Pairs || sum.DistinctItems != int64(st.DistinctItems) {
 		t.Errorf("summary %+v, core stats %+v and %d rows", sum, st, rows)
 	}
 	data, err := os.ReadFile(sum.Output)
@@ -111,7 +124,7 @@ func TestUnionCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	items := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(items) != sum.Released || sum.Released == 0 || !slices.IsSorted(items) {
+	if int64(len(items)) != sum.Released || sum.Released == 0 || !slices.IsSorted(items) {
 		t.Errorf("output has %d lines (sorted: %v), summary says %d released", len(items), slices.IsSorted(items), sum.Released)
 	}
 }
@@ -162,5 +175,53 @@ func TestRunDispatch(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"bogus"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `unknown command "bogus"`) {
 		t.Errorf("bogus: code %d, %q", code, stderr.String())
+	}
+}
+
+// TestSummaryIsExact runs the command on a generated input of several files,
+// with a parallel and a sharded mechanism, and checks that the summary's
+// counts are exactly those of the input and of the output file, and that
+// --quiet leaves only the budget line and the summary on stderr.
+func TestSummaryIsExact(t *testing.T) {
+	dir := t.TempDir()
+	glob, want, rows, err := skewed.Write(dir, 3, 20_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ mechanism, shards string }{{"count_gaussian", "1"}, {"policy_gaussian_l2", "4"}} {
+		prefix := filepath.Join(dir, c.mechanism)
+		stderr, err := union(t, "--input", glob, "--user-column", "1", "--item-column", "2", "--output", prefix,
+			"--mechanism", c.mechanism, "--shards", c.shards, "--quiet")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.mechanism, err, stderr)
+		}
+		if n := strings.Count(stderr, "\n"); n != 2 {
+			t.Errorf("%s --quiet: %d lines on stderr, want the budget line and the summary:\n%s", c.mechanism, n, stderr)
+		}
+		sum := parseSummary(t, stderr)
+		data, err := os.ReadFile(sum.Output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := [6]int64{sum.Rows, sum.Occurrences, sum.Users, sum.Pairs, sum.DistinctItems, sum.Released}
+		exp := [6]int64{rows, want.Occurrences, int64(want.Users), want.Pairs, int64(want.DistinctItems), int64(strings.Count(string(data), "\n"))}
+		if got != exp {
+			t.Errorf("%s: summary (rows, occurrences, users, pairs, distinct items, released) = %v, input and output file %v", c.mechanism, got, exp)
+		}
+	}
+}
+
+// TestStatus checks the progress line of the command.
+func TestStatus(t *testing.T) {
+	base := beamdp.Progress{Rows: 10, Bytes: 100}
+	if got := status(base, base, 1<<20); !strings.Contains(got, "no progress from workers in this process") {
+		t.Errorf("no progress: %q", got)
+	}
+	now := beamdp.Progress{Rows: 510, Bytes: 100 + 1<<19, Users: 7, Items: 3}
+	if got, want := status(now, base, 1<<20), "500 rows read (50% of 1.0 MiB), 7 users grouped, 3 release decisions"; got != want {
+		t.Errorf("status %q, want %q", got, want)
+	}
+	if got, want := status(now, base, 0), "500 rows read, 7 users grouped, 3 release decisions"; got != want {
+		t.Errorf("unknown size: status %q, want %q", got, want)
 	}
 }

@@ -15,13 +15,11 @@ import (
 // MaxShards bounds Config.Shards.
 const MaxShards = 1 << 16
 
-// DefaultName is the default metrics namespace of a Union.
-const DefaultName = "dpsql"
-
 // Config configures one release.
 type Config struct {
 	// Options are the core's options; Options.Public is ignored (greedy_public
-	// takes its table from Public).
+	// takes its table from Public). MaxItems = 0 (the core's private choice
+	// of Δ0, which needs all users at once) means setunion.FixedMaxItems.
 	Options setunion.Options
 	// Shards is the number S ≥ 1 of shards of a sequential mechanism (see the
 	// package documentation). 0 means 1. More than 1 is an error for the
@@ -35,9 +33,6 @@ type Config struct {
 	// Seed, when non-nil, derives every random choice from *Seed: the run is
 	// reproducible and therefore NOT private. For tests only.
 	Seed *uint64
-	// Name is the metrics namespace of the release's counters (DefaultName if
-	// empty); give each Union of one pipeline its own name to read its Stats.
-	Name string
 	// CountDistinctItems makes the parallel mechanisms count the distinct
 	// items of the input (Stats.DistinctItems) by also sending the items
 	// that bounding drops to the summing stage, with weight 0; on git
@@ -51,8 +46,11 @@ func (cfg *Config) validate() (setunion.Calibration, error) {
 	if cfg.Shards == 0 {
 		cfg.Shards = 1
 	}
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
+	// Choosing Δ0 privately (max_items = 0, the core's default) needs all
+	// users at once: a pipeline uses setunion.FixedMaxItems instead, as the
+	// core does for the mechanisms that cannot choose it.
+	if cfg.Options.MaxItems == setunion.AutoMaxItems && cfg.Options.Mechanism.Bounded() {
+		cfg.Options.MaxItems = setunion.FixedMaxItems
 	}
 	o := cfg.Options
 	o.Public = nil
@@ -88,25 +86,35 @@ func calibrate(o setunion.Options) (setunion.Calibration, error) {
 	return setunion.Calibrate(o)
 }
 
-// Union releases items of input under user-level (ε, δ)-differential privacy
-// and returns them as a PCollection<string> (in no particular order; see
-// WriteSorted). input is a PCollection of KV<string, string> (privacy unit,
-// item) pairs or of KV<string, []string> rows (privacy unit, items). The
-// calibration it returns is the one every stage uses.
+// Release is what Union adds to a pipeline.
+type Release struct {
+	// Items are the released items, a PCollection<string> in no particular
+	// order (see WriteSorted).
+	Items beam.PCollection
+	// Stats are the release's statistics as partial counts, a
+	// PCollection<KV<string, int64>> for WriteStats.
+	Stats beam.PCollection
+	// Calibration is the calibration every stage uses.
+	Calibration setunion.Calibration
+}
+
+// Union releases items of input under user-level (ε, δ)-differential privacy.
+// input is a PCollection of KV<string, string> (privacy unit, item) pairs or
+// of KV<string, []string> rows (privacy unit, items).
 //
 // The pipeline's shape depends on the mechanism (see the package
 // documentation): one GroupByKey on users for the parallel mechanisms, one
 // more combine and release stage per dp_sips round, one GroupByKey on S shards
 // for the sequential ones.
-func Union(s beam.Scope, input beam.PCollection, cfg Config) (beam.PCollection, setunion.Calibration, error) {
+func Union(s beam.Scope, input beam.PCollection, cfg Config) (Release, error) {
 	cal, err := cfg.validate()
 	if err != nil {
-		return beam.PCollection{}, cal, err
+		return Release{Calibration: cal}, err
 	}
 	s = s.Scope("beamdp.Union")
 	rows, err := asRows(s, input)
 	if err != nil {
-		return beam.PCollection{}, cal, err
+		return Release{Calibration: cal}, err
 	}
 	opts := cfg.Options
 	opts.Public = nil
@@ -121,27 +129,30 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (beam.PCollection, 
 			keyRng = securerand.NewSeeded(rc.Seed)
 		}
 		key := securerand.Key(keyRng)
-		keyed := beam.ParDo(s, &shardKeyFn{Name: cfg.Name, Key: key, Shards: cfg.Shards, KeepDuplicates: keep}, rows)
+		keyed, occurrences := beam.ParDo2(s, &shardKeyFn{Key: key, Shards: cfg.Shards, KeepDuplicates: keep}, rows)
 		shards := beam.GroupByKey(s, keyed)
-		var weights beam.PCollection
+		var weights, users beam.PCollection
 		if opts.Mechanism == setunion.GreedyPublic {
 			public := stats.SumPerKey(s.Scope("public"), cfg.Public)
-			weights = beam.ParDo(s, &shardPublicFn{shardFn{Name: cfg.Name, Opts: opts, Key: key, Rand: rc}}, shards, beam.SideInput{Input: public})
+			weights, users = beam.ParDo2(s, &shardPublicFn{shardFn{Opts: opts, Key: key, Rand: rc}}, shards, beam.SideInput{Input: public})
 		} else {
-			weights = beam.ParDo(s, &shardFn{Name: cfg.Name, Opts: opts, Key: key, Rand: rc}, shards)
+			weights, users = beam.ParDo2(s, &shardFn{Opts: opts, Key: key, Rand: rc}, shards)
 		}
 		summed := stats.SumPerKey(s, weights)
-		return beam.ParDo(s, &releaseFn{Name: cfg.Name, Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed), cal, nil
+		items, released := beam.ParDo2(s, &releaseFn{Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed)
+		return Release{Items: items, Stats: beam.Flatten(s, occurrences, users, released), Calibration: cal}, nil
 	}
 
-	keyed := beam.ParDo(s, &userKeyFn{Name: cfg.Name}, rows)
-	users := beam.ParDo(s, &dedupeFn{Name: cfg.Name}, beam.GroupByKey(s, keyed))
+	keyed, occurrences := beam.ParDo2(s, &userKeyFn{}, rows)
+	users, userStats := beam.ParDo2(s, &dedupeFn{}, beam.GroupByKey(s, keyed))
 	if opts.Mechanism != setunion.DPSIPS {
 		weights := beam.ParDo(s, &boundFn{Opts: opts, Round: -1, Rand: rc, Dropped: cfg.CountDistinctItems}, users)
 		summed := stats.SumPerKey(s, weights)
-		return beam.ParDo(s, &releaseFn{Name: cfg.Name, Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed), cal, nil
+		items, released := beam.ParDo2(s, &releaseFn{Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed)
+		return Release{Items: items, Stats: beam.Flatten(s, occurrences, userStats, released), Calibration: cal}, nil
 	}
 	var released []beam.PCollection
+	parts := []beam.PCollection{occurrences, userStats}
 	for r := range cal.Rounds {
 		rs := s.Scope(fmt.Sprintf("round%d", r))
 		var weights beam.PCollection
@@ -153,9 +164,11 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (beam.PCollection, 
 			weights = beam.ParDo(rs, &boundExceptFn{boundFn: fn}, users, beam.SideInput{Input: done})
 		}
 		summed := stats.SumPerKey(rs, weights)
-		released = append(released, beam.ParDo(rs, &releaseFn{Name: cfg.Name, Opts: opts, Round: r, Rand: rc, CountItems: r == 0}, summed))
+		items, counts := beam.ParDo2(rs, &releaseFn{Opts: opts, Round: r, Rand: rc, CountItems: r == 0}, summed)
+		released = append(released, items)
+		parts = append(parts, counts)
 	}
-	return beam.Flatten(s, released...), cal, nil
+	return Release{Items: beam.Flatten(s, released...), Stats: beam.Flatten(s, parts...), Calibration: cal}, nil
 }
 
 // asRows returns input as a PCollection of KV<string, []string> rows,

@@ -55,10 +55,21 @@ func createPublic(s beam.Scope, ps []testPublic) beam.PCollection {
 // formatRow renders a row for passert.
 func formatRow(user string, items []string) string { return user + "|" + strings.Join(items, ",") }
 
-// runPipeline runs p on prism and returns the result and error.
-func runPipeline(t *testing.T, p *beam.Pipeline) (beam.PipelineResult, error) {
+// runPipeline runs p on prism.
+func runPipeline(t *testing.T, p *beam.Pipeline) error {
 	t.Helper()
-	return prism.Execute(context.Background(), p)
+	_, err := prism.Execute(context.Background(), p)
+	return err
+}
+
+// readStats returns the statistics WriteStats wrote to path.
+func readStats(t *testing.T, path string) Stats {
+	t.Helper()
+	st, err := ReadStats(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // readOutput returns the lines WriteSorted wrote under prefix.
@@ -97,21 +108,21 @@ func TestUnionPairs(t *testing.T) {
 		o := setunion.Defaults()
 		o.Mechanism, o.MaxItems = m, 2
 		seed := uint64(1)
-		cfg := Config{Options: o, Seed: &seed, Name: string(m), CountDistinctItems: true}
+		cfg := Config{Options: o, Seed: &seed, CountDistinctItems: true}
 		if m == setunion.GreedyPublic {
 			cfg.Public = createPublic(ms, []testPublic{{"common", 5}})
 		}
 		if m.Sequential() {
 			cfg.Shards = 3
 		}
-		released, _, err := Union(ms, in, cfg)
+		rel, err := Union(ms, in, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}
-		WriteSorted(ms, filepath.Join(dir, string(m)), released)
+		WriteSorted(ms, filepath.Join(dir, string(m)), rel.Items)
+		WriteStats(ms, StatsName(filepath.Join(dir, string(m))), rel.Stats)
 	}
-	pr, err := runPipeline(t, p)
-	if err != nil {
+	if err := runPipeline(t, p); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range setunion.Mechanisms() {
@@ -122,10 +133,10 @@ func TestUnionPairs(t *testing.T) {
 		if !slices.Equal(got, []string{"common"}) {
 			t.Errorf("%s released %q, want [common]", m, got)
 		}
-		st := StatsOf(pr, string(m))
+		st := readStats(t, StatsName(filepath.Join(dir, string(m))))
 		want := Stats{Occurrences: 900, Users: 300, Pairs: 600, DistinctItems: 301, Released: 1}
 		if st != want {
-			t.Errorf("%s: counters %+v, want %+v", m, st, want)
+			t.Errorf("%s: statistics %+v, want %+v", m, st, want)
 		}
 	}
 }
@@ -138,13 +149,13 @@ func TestNothingReleased(t *testing.T) {
 	for u := range 50 {
 		rows = append(rows, testRow{fmt.Sprint("u", u), []string{fmt.Sprint("item", u)}})
 	}
-	released, _, err := Union(s, createRows(s, rows), Config{Options: setunion.Defaults()})
+	rel, err := Union(s, createRows(s, rows), Config{Options: setunion.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prefix := filepath.Join(t.TempDir(), "out")
-	WriteSorted(s, prefix, released)
-	if _, err := runPipeline(t, p); err != nil {
+	WriteSorted(s, prefix, rel.Items)
+	if err := runPipeline(t, p); err != nil {
 		t.Fatal(err)
 	}
 	if got := readOutput(t, prefix); len(got) != 0 {
@@ -183,13 +194,13 @@ func TestSeededRunsRepeat(t *testing.T) {
 			o := setunion.Defaults()
 			o.Mechanism, o.MaxItems, o.Epsilon = c.m, 5, 0.5
 			sd := seed
-			rel, _, err := Union(s.Scope(string(c.m)), in, Config{Options: o, Shards: c.shards, Seed: &sd, Name: string(c.m)})
+			rel, err := Union(s.Scope(string(c.m)), in, Config{Options: o, Shards: c.shards, Seed: &sd})
 			if err != nil {
 				t.Fatal(err)
 			}
-			WriteSorted(s.Scope(string(c.m)), filepath.Join(dir, tag+string(c.m)), rel)
+			WriteSorted(s.Scope(string(c.m)), filepath.Join(dir, tag+string(c.m)), rel.Items)
 		}
-		if _, err := runPipeline(t, p); err != nil {
+		if err := runPipeline(t, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +252,7 @@ func TestUnionRejects(t *testing.T) {
 		{"input of strings", beam.Create(s, "a", "b"), Config{Options: opts(setunion.CountGaussian)}, "KV<string, string>"},
 	}
 	for _, c := range cases {
-		_, _, err := Union(s, c.in, c.cfg)
+		_, err := Union(s, c.in, c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
 		}
@@ -279,21 +290,22 @@ func TestReadRows(t *testing.T) {
 	ctx := context.Background()
 	p, s := beam.NewPipelineWithRoot()
 	glob := filepath.Join(dir, "*.csv*")
-	text, err := ReadRows(ctx, s.Scope("text"), Input{Glob: glob, Format: "csv", UserColumn: 1, TextColumn: 2, SkipHeader: true, Name: "text"})
+	text, textStats, err := ReadRows(ctx, s.Scope("text"), Input{Glob: glob, Format: "csv", UserColumn: 1, TextColumn: 2, SkipHeader: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	passert.Equals(s, beam.ParDo(s, formatRow, text), "alice|hello,world,again", "bob|hello", "carol|it's,fine")
-	items, err := ReadRows(ctx, s.Scope("items"), Input{Glob: glob, Format: "csv", UserColumn: 1, ItemColumn: 2})
+	statsPath := filepath.Join(dir, "stats.json")
+	WriteStats(s, statsPath, textStats)
+	items, _, err := ReadRows(ctx, s.Scope("items"), Input{Glob: glob, Format: "csv", UserColumn: 1, ItemColumn: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	passert.Equals(s, beam.ParDo(s, formatRow, items), "user|text", "alice|Hello, World\nagain", "bob|hello", "user|text", "carol|It's fine")
-	pr, err := runPipeline(t, p)
-	if err != nil {
+	if err := runPipeline(t, p); err != nil {
 		t.Fatal(err)
 	}
-	if st := StatsOf(pr, "text"); st.Rows != 4 {
+	if st := readStats(t, statsPath); st.Rows != 4 {
 		t.Errorf("counted %d rows, want 4 (headers skipped, the row without a user counted)", st.Rows)
 	}
 }
@@ -305,30 +317,30 @@ func TestReadRowsErrors(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	_, s := beam.NewPipelineWithRoot()
-	if _, err := ReadRows(ctx, s, Input{Glob: filepath.Join(dir, "none*.tsv"), UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "no file matches") {
+	if _, _, err := ReadRows(ctx, s, Input{Glob: filepath.Join(dir, "none*.tsv"), UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "no file matches") {
 		t.Errorf("missing files: %v", err)
 	}
 	path := filepath.Join(dir, "short.tsv")
 	if err := os.WriteFile(path, []byte("u1\ta\nu2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadRows(ctx, s, Input{Glob: path, Format: "jsonl", UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "TSV or CSV") {
+	if _, _, err := ReadRows(ctx, s, Input{Glob: path, Format: "jsonl", UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "TSV or CSV") {
 		t.Errorf("jsonl: %v", err)
 	}
-	if _, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1}); err == nil || !strings.Contains(err.Error(), "exactly one of") {
+	if _, _, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1}); err == nil || !strings.Contains(err.Error(), "exactly one of") {
 		t.Errorf("no value column: %v", err)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	rows, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1, ItemColumn: 2})
+	rows, _, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1, ItemColumn: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	released, _, err := Union(s, rows, Config{Options: setunion.Defaults()})
+	rel, err := Union(s, rows, Config{Options: setunion.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	WriteSorted(s, filepath.Join(dir, "out"), released)
-	_, err = runPipeline(t, p)
+	WriteSorted(s, filepath.Join(dir, "out"), rel.Items)
+	err = runPipeline(t, p)
 	if err == nil || !strings.Contains(err.Error(), "short.tsv: line 2 has 1 column(s) but column 2 is needed") {
 		t.Errorf("short row: %v", err)
 	}

@@ -92,18 +92,24 @@ func benchCore(b *testing.B, path string, o setunion.Options) int {
 func benchBeam(b *testing.B, path string, o setunion.Options) int {
 	ctx := context.Background()
 	p, s := beam.NewPipelineWithRoot()
-	rows, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1, TextColumn: 2})
+	rows, _, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1, TextColumn: 2})
 	if err != nil {
 		b.Fatal(err)
 	}
-	released, _, err := Union(s, rows, Config{Options: o, CountDistinctItems: true})
+	rel, err := Union(s, rows, Config{Options: o, CountDistinctItems: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	WriteSorted(s, filepath.Join(b.TempDir(), "released"), released)
-	pr, err := prism.Execute(ctx, p)
+	prefix := filepath.Join(b.TempDir(), "released")
+	WriteSorted(s, prefix, rel.Items)
+	WriteStats(s, StatsName(prefix), rel.Stats)
+	_, err = prism.Execute(ctx, p)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return int(StatsOf(pr, "").Released)
+	st, err := ReadStats(ctx, StatsName(prefix))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int(st.Released)
 }

@@ -83,10 +83,20 @@
 //
 // # Operator statistics
 //
-// Beam counters (namespace Config.Name, "dpsql" by default) count the rows
-// read, the (user, item) occurrences, users, distinct (user, item) pairs,
-// distinct items and released items. They describe the input exactly and are for the operator who holds
-// the data, like the core's Stats; StatsOf reads them from a pipeline result.
+// ReadRows and Union also return statistics: the rows read, the (user,
+// item) occurrences, users, distinct (user, item) pairs, distinct items and
+// released items, as a PCollection of partial counts that each DoFn emits
+// once per bundle. WriteStats sums them and writes them to a file with the
+// released items; ReadStats reads them back (Stats). They are pipeline
+// output, so they are complete whenever the pipeline succeeded, on every
+// runner; Beam metrics, which an earlier version used, are not (a runner
+// may report them partially: prism v2.77.0 loses counts when it splits a
+// bundle). They describe the input exactly and are for the operator who
+// holds the data, like the core's Stats, never for an analyst.
+//
+// CurrentProgress counts the work of the workers in this process while a
+// pipeline runs (prism runs them in the launching process), for progress
+// output only.
 //
 // # Randomness
 //

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/dchest/siphash"
 
@@ -18,17 +17,18 @@ import (
 
 func init() {
 	register.Function2x2(pairToRow)
-	register.DoFn4x0[context.Context, string, []string, func(string, []string)](&userKeyFn{})
-	register.DoFn4x0[context.Context, string, func(*[]string) bool, func(string, []string)](&dedupeFn{})
+	register.DoFn4x0[string, []string, func(string, []string), func(string, int64)](&userKeyFn{})
+	register.DoFn4x0[string, func(*[]string) bool, func(string, []string), func(string, int64)](&dedupeFn{})
 	register.DoFn4x1[context.Context, string, []string, func(string, float64), error](&boundFn{})
 	register.DoFn5x1[context.Context, string, []string, func(*string) bool, func(string, float64), error](&boundExceptFn{})
-	register.DoFn4x1[context.Context, string, float64, func(string), error](&releaseFn{})
-	register.DoFn4x0[context.Context, string, []string, func(int, userItems)](&shardKeyFn{})
-	register.DoFn4x1[context.Context, int, func(*userItems) bool, func(string, float64), error](&shardFn{})
-	register.DoFn5x1[context.Context, int, func(*userItems) bool, func(*string, *float64) bool, func(string, float64), error](&shardPublicFn{})
+	register.DoFn4x1[string, float64, func(string), func(string, int64), error](&releaseFn{})
+	register.DoFn4x0[string, []string, func(int, userItems), func(string, int64)](&shardKeyFn{})
+	register.DoFn4x1[int, func(*userItems) bool, func(string, float64), func(string, int64), error](&shardFn{})
+	register.DoFn5x1[int, func(*userItems) bool, func(*string, *float64) bool, func(string, float64), func(string, int64), error](&shardPublicFn{})
 	register.Emitter1[string]()
 	register.Emitter2[string, []string]()
 	register.Emitter2[string, float64]()
+	register.Emitter2[string, int64]()
 	register.Emitter2[int, userItems]()
 	register.Iter1[string]()
 	register.Iter1[[]string]()
@@ -108,42 +108,35 @@ func (b *rowBuffer) flush(emit func(user string, items []string)) {
 // occurrences and merges the rows of each user within the bundle into their
 // distinct items before the shuffle on users.
 type userKeyFn struct {
-	Name        string `json:"name"`
-	occurrences beam.Counter
+	occurrences int64
 	buf         rowBuffer
 }
 
-func (fn *userKeyFn) Setup() { fn.occurrences = beam.NewCounter(fn.Name, "occurrences") }
-
-func (fn *userKeyFn) ProcessElement(ctx context.Context, user string, items []string, emit func(string, []string)) {
+func (fn *userKeyFn) ProcessElement(user string, items []string, emit func(string, []string), stat func(string, int64)) {
 	if user == "" || len(items) == 0 {
 		return
 	}
-	fn.occurrences.Inc(ctx, int64(len(items)))
+	fn.occurrences += int64(len(items))
 	if fn.buf.add(user, items) {
-		fn.FinishBundle(emit)
+		fn.FinishBundle(emit, stat)
 	}
 }
 
-func (fn *userKeyFn) FinishBundle(emit func(string, []string)) {
+func (fn *userKeyFn) FinishBundle(emit func(string, []string), stat func(string, int64)) {
 	fn.buf.flush(func(u string, items []string) { emit(u, distinctSorted(items)) })
+	emitStat(stat, statOccurrences, &fn.occurrences)
 }
 
-// dedupeFn turns one user's grouped rows into their distinct items, sorted.
+// dedupeFn turns one user's grouped rows into their distinct items, sorted,
+// and counts users and distinct (user, item) pairs.
 type dedupeFn struct {
-	Name  string `json:"name"`
-	users beam.Counter
-	pairs beam.Counter
-	set   map[string]struct{}
+	users, pairs int64
+	set          map[string]struct{}
 }
 
-func (fn *dedupeFn) Setup() {
-	fn.users = beam.NewCounter(fn.Name, "users")
-	fn.pairs = beam.NewCounter(fn.Name, "pairs")
-	fn.set = make(map[string]struct{})
-}
+func (fn *dedupeFn) Setup() { fn.set = make(map[string]struct{}) }
 
-func (fn *dedupeFn) ProcessElement(ctx context.Context, user string, rows func(*[]string) bool, emit func(string, []string)) {
+func (fn *dedupeFn) ProcessElement(user string, rows func(*[]string) bool, emit func(string, []string), stat func(string, int64)) {
 	clear(fn.set)
 	var row []string
 	for rows(&row) {
@@ -156,9 +149,15 @@ func (fn *dedupeFn) ProcessElement(ctx context.Context, user string, rows func(*
 		items = append(items, it)
 	}
 	slices.Sort(items) // a data-independent order, so that seeded runs repeat
-	fn.users.Inc(ctx, 1)
-	fn.pairs.Inc(ctx, int64(len(items)))
+	fn.users++
+	fn.pairs += int64(len(items))
+	live.users.Add(1)
 	emit(user, items)
+}
+
+func (fn *dedupeFn) FinishBundle(emit func(string, []string), stat func(string, int64)) {
+	emitStat(stat, statUsers, &fn.users)
+	emitStat(stat, statPairs, &fn.pairs)
 }
 
 // boundFn bounds one user (of a parallel mechanism) to Δ0 items sampled
@@ -276,18 +275,17 @@ func (fn *boundExceptFn) FinishBundle(done func(*string) bool, emit func(string,
 
 // releaseFn makes the release decision of one item of the summed histogram:
 // an item of weight w > 0 is released with probability P(w + Z > ρ) (for
-// dp_sips, of the round's ρ_r and σ_r), by one exact Bernoulli draw.
+// dp_sips, of the round's ρ_r and σ_r), by one exact Bernoulli draw. It
+// counts the released items and, with CountItems, the items it decides on.
 type releaseFn struct {
-	Name       string           `json:"name"`
 	Opts       setunion.Options `json:"opts"`
 	Round      int              `json:"round"`
 	Rand       randConfig       `json:"rand"`
 	CountItems bool             `json:"count_items,omitempty"`
 
-	cal      setunion.Calibration
-	rng      *rand.Rand
-	items    beam.Counter
-	released beam.Counter
+	cal             setunion.Calibration
+	rng             *rand.Rand
+	items, released int64
 }
 
 func (fn *releaseFn) Setup() error {
@@ -297,14 +295,13 @@ func (fn *releaseFn) Setup() error {
 	}
 	fn.cal = cal
 	fn.rng = securerand.New()
-	fn.items = beam.NewCounter(fn.Name, "distinct_items")
-	fn.released = beam.NewCounter(fn.Name, "released")
 	return nil
 }
 
-func (fn *releaseFn) ProcessElement(ctx context.Context, item string, w float64, emit func(string)) error {
+func (fn *releaseFn) ProcessElement(item string, w float64, emit func(string), stat func(string, int64)) error {
+	live.items.Add(1)
 	if fn.CountItems {
-		fn.items.Inc(ctx, 1)
+		fn.items++
 	}
 	if !(w > 0) {
 		return nil // only supp(H) is eligible
@@ -316,10 +313,15 @@ func (fn *releaseFn) ProcessElement(ctx context.Context, item string, w float64,
 		p = fn.cal.ReleaseProbability(w)
 	}
 	if securerand.Bernoulli(fn.Rand.forElement(fn.rng, tagRelease, fn.Round, item), p) {
-		fn.released.Inc(ctx, 1)
+		fn.released++
 		emit(item)
 	}
 	return nil
+}
+
+func (fn *releaseFn) FinishBundle(emit func(string), stat func(string, int64)) {
+	emitStat(stat, statDistinctItems, &fn.items)
+	emitStat(stat, statReleased, &fn.released)
 }
 
 // userItems is one input row routed to a shard.
@@ -339,51 +341,47 @@ func shardOf(key [2]uint64, shards int, user []byte) int {
 // occurrences, merges the rows of each user within the bundle and routes them
 // to the user's shard.
 type shardKeyFn struct {
-	Name   string    `json:"name"`
 	Key    [2]uint64 `json:"key"`
 	Shards int       `json:"shards"`
 	// KeepDuplicates keeps repeated items (greedy_frequency orders a user's
 	// items by how often the user holds them).
 	KeepDuplicates bool `json:"keep_duplicates,omitempty"`
 
-	occurrences beam.Counter
+	occurrences int64
 	buf         rowBuffer
 }
 
-func (fn *shardKeyFn) Setup() { fn.occurrences = beam.NewCounter(fn.Name, "occurrences") }
-
-func (fn *shardKeyFn) ProcessElement(ctx context.Context, user string, items []string, emit func(int, userItems)) {
+func (fn *shardKeyFn) ProcessElement(user string, items []string, emit func(int, userItems), stat func(string, int64)) {
 	if user == "" || len(items) == 0 {
 		return
 	}
-	fn.occurrences.Inc(ctx, int64(len(items)))
+	fn.occurrences += int64(len(items))
 	if fn.buf.add(user, items) {
-		fn.FinishBundle(emit)
+		fn.FinishBundle(emit, stat)
 	}
 }
 
-func (fn *shardKeyFn) FinishBundle(emit func(int, userItems)) {
+func (fn *shardKeyFn) FinishBundle(emit func(int, userItems), stat func(string, int64)) {
 	fn.buf.flush(func(u string, items []string) {
 		if !fn.KeepDuplicates {
 			items = distinctSorted(items)
 		}
 		emit(shardOf(fn.Key, fn.Shards, []byte(u)), userItems{User: u, Items: items})
 	})
+	emitStat(stat, statOccurrences, &fn.occurrences)
 }
 
 // shardFn runs a sequential policy over the users of one shard: a
 // setunion.Builder orders them by UserHash under the run's key, bounds them
 // and applies the update rule (Builder.Weights); every distinct item of the
-// shard is emitted with its weight (0 if bounding dropped it everywhere).
+// shard is emitted with its weight (0 if bounding dropped it everywhere),
+// and the shard's users and distinct (user, item) pairs are counted.
 type shardFn struct {
-	Name string           `json:"name"`
 	Opts setunion.Options `json:"opts"`
 	Key  [2]uint64        `json:"key"`
 	Rand randConfig       `json:"rand"`
 
-	rng   *rand.Rand
-	users beam.Counter
-	pairs beam.Counter
+	rng *rand.Rand
 }
 
 func (fn *shardFn) Setup() error {
@@ -391,23 +389,22 @@ func (fn *shardFn) Setup() error {
 		return err
 	}
 	fn.rng = securerand.New()
-	fn.users = beam.NewCounter(fn.Name, "users")
-	fn.pairs = beam.NewCounter(fn.Name, "pairs")
 	return nil
 }
 
-func (fn *shardFn) ProcessElement(ctx context.Context, shard int, rows func(*userItems) bool, emit func(string, float64)) error {
-	return fn.run(ctx, shard, rows, fn.Opts, emit)
+func (fn *shardFn) ProcessElement(shard int, rows func(*userItems) bool, emit func(string, float64), stat func(string, int64)) error {
+	return fn.run(shard, rows, fn.Opts, emit, stat)
 }
 
-func (fn *shardFn) run(ctx context.Context, shard int, rows func(*userItems) bool, opts setunion.Options, emit func(string, float64)) error {
+func (fn *shardFn) run(shard int, rows func(*userItems) bool, opts setunion.Options, emit func(string, float64), stat func(string, int64)) error {
 	rng := fn.Rand.forElement(fn.rng, tagShard, 0, fmt.Sprint(shard))
 	items, weights, st, err := shardWeights(opts, fn.Key, rng, rows, fn.Rand.Seeded)
 	if err != nil {
 		return err
 	}
-	fn.users.Inc(ctx, int64(st.Users))
-	fn.pairs.Inc(ctx, st.Pairs)
+	live.users.Add(int64(st.Users))
+	stat(statUsers, int64(st.Users))
+	stat(statPairs, st.Pairs)
 	for i, it := range items {
 		emit(it, weights[i])
 	}
@@ -465,7 +462,7 @@ type shardPublicFn struct {
 	shardFn
 }
 
-func (fn *shardPublicFn) ProcessElement(ctx context.Context, shard int, rows func(*userItems) bool, public func(*string, *float64) bool, emit func(string, float64)) error {
+func (fn *shardPublicFn) ProcessElement(shard int, rows func(*userItems) bool, public func(*string, *float64) bool, emit func(string, float64), stat func(string, int64)) error {
 	opts := fn.Opts
 	opts.Public = make(map[string]float64)
 	var item string
@@ -473,5 +470,5 @@ func (fn *shardPublicFn) ProcessElement(ctx context.Context, shard int, rows fun
 	for public(&item, &f) {
 		opts.Public[item] += f
 	}
-	return fn.run(ctx, shard, rows, opts, emit)
+	return fn.run(shard, rows, opts, emit, stat)
 }

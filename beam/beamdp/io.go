@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/fileio"
@@ -21,7 +22,7 @@ import (
 )
 
 func init() {
-	register.DoFn3x1[context.Context, fileio.ReadableFile, func(string, []string), error](&readRowsFn{})
+	register.DoFn4x1[context.Context, fileio.ReadableFile, func(string, []string), func(string, int64), error](&readRowsFn{})
 	register.DoFn3x1[context.Context, fileio.ReadableFile, func(string, float64), error](&readPublicFn{})
 	register.DoFn3x1[context.Context, []byte, func(*string) bool, error](&writeSortedFn{})
 	register.Emitter2[string, []string]()
@@ -45,9 +46,6 @@ type Input struct {
 	TextColumn int
 	// SkipHeader drops the first row of every file.
 	SkipHeader bool
-	// Name is the metrics namespace of the rows counter (DefaultName if
-	// empty); see StatsOf.
-	Name string
 }
 
 func (in Input) validate() error {
@@ -65,7 +63,8 @@ func (in Input) validate() error {
 // ReadRows reads the files of in.Glob and returns a PCollection of
 // KV<string, []string> rows: the privacy unit and the row's item, or the
 // tokens of its text in order (repetitions kept; Union deduplicates). Rows
-// without a privacy unit are dropped silently.
+// without a privacy unit are dropped silently. It also returns the count of
+// rows read as a statistics PCollection for WriteStats.
 //
 // Files are matched and opened through Beam's file IO (fileio.MatchFiles,
 // fileio.ReadMatches; any registered filesystem) and parsed by
@@ -79,34 +78,31 @@ func (in Input) validate() error {
 //
 // ReadRows checks at pipeline construction that the glob matches a file, so
 // that a typo fails at once.
-func ReadRows(ctx context.Context, s beam.Scope, in Input) (beam.PCollection, error) {
+func ReadRows(ctx context.Context, s beam.Scope, in Input) (rows, stats beam.PCollection, err error) {
 	if err := in.validate(); err != nil {
-		return beam.PCollection{}, err
+		return rows, stats, err
 	}
 	if _, err := match(ctx, in.Glob); err != nil {
-		return beam.PCollection{}, err
+		return rows, stats, err
 	}
 	format := in.Format
 	if format == "" {
 		format = tabfile.FormatOf(in.Glob)
 	}
 	if f, err := tabfile.ParseFormat(string(format)); err != nil {
-		return beam.PCollection{}, err
+		return rows, stats, err
 	} else if f != tabfile.TSV && f != tabfile.CSV {
-		return beam.PCollection{}, fmt.Errorf("format %s is not read by the Beam pipeline: give TSV or CSV files (--format tsv or csv)", f)
+		return rows, stats, fmt.Errorf("format %s is not read by the Beam pipeline: give TSV or CSV files (--format tsv or csv)", f)
 	} else {
 		format = f
 	}
-	name := in.Name
-	if name == "" {
-		name = DefaultName
-	}
-	fn := &readRowsFn{Name: name, Format: format, User: in.UserColumn, Value: in.ItemColumn, SkipHeader: in.SkipHeader}
+	fn := &readRowsFn{Format: format, User: in.UserColumn, Value: in.ItemColumn, SkipHeader: in.SkipHeader}
 	if in.TextColumn > 0 {
 		fn.Value, fn.Text = in.TextColumn, true
 	}
 	s = s.Scope("beamdp.ReadRows")
-	return beam.ParDo(s, fn, files(s, in.Glob)), nil
+	rows, stats = beam.ParDo2(s, fn, files(s, in.Glob))
+	return rows, stats, nil
 }
 
 // files returns the files of glob as fileio.ReadableFile, to be decompressed
@@ -132,14 +128,19 @@ func match(ctx context.Context, glob string) ([]string, error) {
 	return files, nil
 }
 
-// eachRow calls fn with the fields of every row of file, in format.
-func eachRow(ctx context.Context, file fileio.ReadableFile, format tabfile.Format, fn func(r *tabfile.Reader, fields [][]byte) error) error {
+// eachRow calls fn with the fields of every row of file, in format. It
+// adds the bytes it reads to read, if not nil.
+func eachRow(ctx context.Context, file fileio.ReadableFile, format tabfile.Format, read *atomic.Int64, fn func(r *tabfile.Reader, fields [][]byte) error) error {
 	rc, err := file.Open(ctx)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	r, err := tabfile.NewReader(rc, format)
+	var src io.Reader = rc
+	if read != nil {
+		src = countingReader{rc, read}
+	}
+	r, err := tabfile.NewReader(src, format)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file.Metadata.Path, err)
 	}
@@ -158,25 +159,35 @@ func eachRow(ctx context.Context, file fileio.ReadableFile, format tabfile.Forma
 	}
 }
 
-// readRowsFn parses one file into (privacy unit, items) rows.
+// countingReader adds the bytes read from r to n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+// readRowsFn parses one file into (privacy unit, items) rows and counts
+// them.
 type readRowsFn struct {
-	Name       string         `json:"name"`
 	Format     tabfile.Format `json:"format"`
 	User       int            `json:"user"`  // 1-based column
 	Value      int            `json:"value"` // 1-based column
 	Text       bool           `json:"text,omitempty"`
 	SkipHeader bool           `json:"skip_header,omitempty"`
 
-	sc   tokenize.Scanner
-	rows beam.Counter
+	sc tokenize.Scanner
 }
 
-func (fn *readRowsFn) Setup() { fn.rows = beam.NewCounter(fn.Name, "rows") }
-
-func (fn *readRowsFn) ProcessElement(ctx context.Context, file fileio.ReadableFile, emit func(string, []string)) error {
+func (fn *readRowsFn) ProcessElement(ctx context.Context, file fileio.ReadableFile, emit func(string, []string), stat func(string, int64)) error {
 	need := max(fn.User, fn.Value)
 	first := true
-	return eachRow(ctx, file, fn.Format, func(r *tabfile.Reader, f [][]byte) error {
+	var rows int64
+	err := eachRow(ctx, file, fn.Format, &live.bytes, func(r *tabfile.Reader, f [][]byte) error {
 		if first {
 			first = false
 			if fn.SkipHeader {
@@ -186,7 +197,8 @@ func (fn *readRowsFn) ProcessElement(ctx context.Context, file fileio.ReadableFi
 		if len(f) < need {
 			return fmt.Errorf("%s: line %d has %d column(s) but column %d is needed; check --user-column/--item-column/--text-column and --format", file.Metadata.Path, r.Line(), len(f), need)
 		}
-		fn.rows.Inc(ctx, 1)
+		rows++
+		live.rows.Add(1)
 		user, value := f[fn.User-1], f[fn.Value-1]
 		if len(user) == 0 {
 			return nil // no privacy unit: dropped silently, as in the core
@@ -202,6 +214,12 @@ func (fn *readRowsFn) ProcessElement(ctx context.Context, file fileio.ReadableFi
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	live.files.Add(1)
+	emitStat(stat, statRows, &rows)
+	return nil
 }
 
 // ReadPublic reads a public frequency table for greedy_public: lines
@@ -220,7 +238,7 @@ func ReadPublic(ctx context.Context, s beam.Scope, glob string) (beam.PCollectio
 type readPublicFn struct{}
 
 func (fn *readPublicFn) ProcessElement(ctx context.Context, file fileio.ReadableFile, emit func(string, float64)) error {
-	return eachRow(ctx, file, tabfile.TSV, func(r *tabfile.Reader, f [][]byte) error {
+	return eachRow(ctx, file, tabfile.TSV, nil, func(r *tabfile.Reader, f [][]byte) error {
 		c := 1.0
 		if len(f) > 1 {
 			var err error

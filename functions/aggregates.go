@@ -1,0 +1,198 @@
+package functions
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/dpsql/dpsql/sqlext/dpagg"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+// Names of the session variables of DP aggregates per key (a private
+// SELECT k, COUNT(*), SUM(x), … GROUP BY k). They are named after
+// BigQuery's differential-privacy options.
+const (
+	VarMaxGroups      = "dp_max_groups_contributed"
+	VarMaxRows        = "dp_max_rows_per_group"
+	VarBounds         = "dp_contribution_bounds"
+	VarNoise          = "dp_noise"
+	VarSelectionShare = "dp_selection_share"
+)
+
+// AggregateParams are the options of DP aggregates as SQL sees them.
+type AggregateParams struct {
+	// MaxGroups is Δ0, the keys one person contributes to (chosen
+	// uniformly at random per person).
+	MaxGroups int
+	// MaxRows bounds one person's rows in one key for COUNT and SUM.
+	MaxRows int
+	// Bounds is "lower,upper", the clamping bounds of SUM and AVG, or ""
+	// when not set (SUM and AVG then refuse to run: bounds are never
+	// derived from the data).
+	Bounds string
+	// Noise is auto, laplace or gaussian.
+	Noise string
+	// SelectionShare is the share of ε (and, with Gaussian noise, of δ)
+	// for choosing the keys.
+	SelectionShare float64
+}
+
+// DefaultAggregateParams are the session variables' defaults.
+func DefaultAggregateParams() AggregateParams {
+	return AggregateParams{MaxGroups: dpagg.DefaultMaxGroupsContributed, MaxRows: dpagg.DefaultMaxRowsPerGroup,
+		Noise: "auto", SelectionShare: dpagg.DefaultSelectionShare}
+}
+
+// ParseBounds parses "lower,upper" (also with parentheses, as BigQuery
+// writes contribution_bounds_per_group => (0, 100)).
+func ParseBounds(s string) (lower, upper float64, err error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(strings.TrimPrefix(t, "("), ")")
+	lo, hi, ok := strings.Cut(t, ",")
+	if !ok {
+		return 0, 0, fmt.Errorf("contribution bounds must be 'lower,upper', such as '0,100', got %q", s)
+	}
+	lower, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	upper, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if err1 != nil || err2 != nil || math.IsNaN(lower) || math.IsNaN(upper) || math.IsInf(lower, 0) || math.IsInf(upper, 0) {
+		return 0, 0, fmt.Errorf("contribution bounds must be two finite numbers 'lower,upper', such as '0,100', got %q", s)
+	}
+	if lower > upper {
+		return 0, 0, fmt.Errorf("contribution bounds %q: lower is above upper", s)
+	}
+	return lower, upper, nil
+}
+
+// AggregateOptions builds the options of a release of aggregates of the
+// given kinds: ε and δ from the set-union parameters, the key-selection
+// mechanism from dp_mechanism when it keeps one histogram (dp_sips
+// samples the keys afresh in each round, which the aggregates cannot share:
+// dpagg.DefaultSelectionMechanism then), the rest from a.
+func AggregateOptions(p SetUnionParams, a AggregateParams, kinds []dpagg.Kind) (dpagg.Options, error) {
+	o := dpagg.Defaults()
+	o.Epsilon, o.Delta = p.Epsilon, p.Delta
+	o.MaxGroupsContributed, o.MaxRowsPerGroup = a.MaxGroups, a.MaxRows
+	o.SelectionShare = a.SelectionShare
+	noise := strings.ToLower(strings.TrimSpace(a.Noise))
+	if noise != "auto" && noise != "" {
+		n, err := dpagg.ParseNoise(noise)
+		if err != nil {
+			return dpagg.Options{}, err
+		}
+		o.Noise = n
+	}
+	if m, err := setunion.ParseMechanism(p.Mechanism); err == nil && m != setunion.DPSIPS {
+		o.Mechanism = m
+		if p.Alpha != AlphaDefault {
+			o.Alpha = setunion.Float(p.Alpha)
+		}
+	}
+	var lower, upper float64
+	var bounded bool
+	for _, k := range kinds {
+		agg := dpagg.Aggregate{Kind: k}
+		if k == dpagg.Sum || k == dpagg.Avg {
+			if !bounded {
+				if strings.TrimSpace(a.Bounds) == "" {
+					return dpagg.Options{}, fmt.Errorf("%s needs clamping bounds, which are never derived from the data: SET %s = 'lower,upper' (for example '0,100'), or add /*+ SET_VAR(%s = '0,100') */ after SELECT", strings.ToUpper(string(k)), VarBounds, VarBounds)
+				}
+				var err error
+				if lower, upper, err = ParseBounds(a.Bounds); err != nil {
+					return dpagg.Options{}, err
+				}
+				bounded = true
+			}
+			agg.Lower, agg.Upper = lower, upper
+		}
+		o.Aggregates = append(o.Aggregates, agg)
+	}
+	return o, o.Validate()
+}
+
+// aggregateVariables are the definitions of the aggregates' variables.
+func aggregateVariables() []sql.SystemVariable {
+	d := DefaultAggregateParams()
+	both := sql.GetMysqlScope(sql.SystemVariableScope_Both)
+	checkAgg := func(name string, set func(*AggregateParams, any)) func(*sql.Context, sql.SystemVariableScope, sql.SystemVarValue) error {
+		return func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
+			a := DefaultAggregateParams()
+			set(&a, v.Val)
+			if a.Bounds != "" {
+				if _, _, err := ParseBounds(a.Bounds); err != nil {
+					return wrongValue(name, v.Val, err)
+				}
+			}
+			o, err := AggregateOptions(DefaultSetUnionParams(), a, []dpagg.Kind{dpagg.CountRows})
+			if err == nil {
+				err = o.Validate()
+			}
+			if err != nil {
+				return wrongValue(name, v.Val, err)
+			}
+			return nil
+		}
+	}
+	return []sql.SystemVariable{
+		&sql.MysqlSystemVariable{
+			Name: VarMaxGroups, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemIntType(VarMaxGroups, math.MinInt64, math.MaxInt64, false),
+			Default:       int64(d.MaxGroups),
+			NotifyChanged: checkAgg(VarMaxGroups, func(a *AggregateParams, v any) { a.MaxGroups = asInt(v) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarMaxRows, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemIntType(VarMaxRows, math.MinInt64, math.MaxInt64, false),
+			Default:       int64(d.MaxRows),
+			NotifyChanged: checkAgg(VarMaxRows, func(a *AggregateParams, v any) { a.MaxRows = asInt(v) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarBounds, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemStringType(VarBounds),
+			Default:       d.Bounds,
+			NotifyChanged: checkAgg(VarBounds, func(a *AggregateParams, v any) { a.Bounds, _ = v.(string) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarNoise, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemStringType(VarNoise),
+			Default:       d.Noise,
+			NotifyChanged: checkAgg(VarNoise, func(a *AggregateParams, v any) { a.Noise, _ = v.(string) }),
+		},
+		&sql.MysqlSystemVariable{
+			Name: VarSelectionShare, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:          types.NewSystemDoubleType(VarSelectionShare, -math.MaxFloat64, math.MaxFloat64),
+			Default:       d.SelectionShare,
+			NotifyChanged: checkAgg(VarSelectionShare, func(a *AggregateParams, v any) { a.SelectionShare = asFloat(v) }),
+		},
+	}
+}
+
+// SessionAggregateParams reads the aggregates' variables of ctx's session
+// (and its statement's SET_VAR hints), as SessionParams does.
+func SessionAggregateParams(ctx *sql.Context) (AggregateParams, error) {
+	a := DefaultAggregateParams()
+	vars, err := sessionVars(ctx)
+	if err != nil {
+		return a, err
+	}
+	if v, ok := vars(VarMaxGroups); ok {
+		a.MaxGroups = asInt(v)
+	}
+	if v, ok := vars(VarMaxRows); ok {
+		a.MaxRows = asInt(v)
+	}
+	if v, ok := vars(VarBounds); ok {
+		a.Bounds = fmt.Sprint(v)
+	}
+	if v, ok := vars(VarNoise); ok {
+		a.Noise = fmt.Sprint(v)
+	}
+	if v, ok := vars(VarSelectionShare); ok {
+		a.SelectionShare = asFloat(v)
+	}
+	return a, nil
+}

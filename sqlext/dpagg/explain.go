@@ -1,0 +1,62 @@
+package dpagg
+
+import (
+	"fmt"
+
+	"github.com/dpsql/dpsql/sqlext/explain"
+)
+
+// Facts describes the plan for people, as Lines does, in the common form
+// of package explain: the budget split, the key selection (names prefixed
+// "selection.", with the users a key needs), then per aggregate i (1-based,
+// names prefixed "aggregate_i.") its noise and the half-width of a 95 %
+// interval in the value's units.
+func (p *Plan) Facts() []explain.Fact {
+	facts := []explain.Fact{
+		explain.F("epsilon", p.Epsilon, "ε of the whole release: key selection plus aggregates"),
+		explain.F("delta", p.Delta, "δ of the whole release"),
+		explain.F("max_groups_contributed", p.MaxGroupsContributed, "Δ0: each user contributes to at most this many keys, chosen uniformly at random per user"),
+		explain.F("max_rows_per_group", p.MaxRowsPerGroup, "each user contributes at most this many rows to one key's COUNT and SUM"),
+	}
+	facts = append(facts, explain.Prefix("selection.", p.Selection.Facts())...)
+	if len(p.Aggregates) == 0 {
+		return facts
+	}
+	facts = append(facts,
+		explain.F("aggregates_epsilon", p.AggregatesEpsilon, "ε left for the aggregates"),
+		explain.F("aggregates_delta", p.AggregatesDelta, "δ left for the aggregates"),
+		explain.F("aggregates_noise", "discrete "+string(p.Noise), "integer-valued noise, sampled exactly, added to each aggregate's exact total"))
+	if p.Noise == Gaussian {
+		facts = append(facts, explain.F("aggregates_rho", p.Rho, "zCDP ρ of all aggregates together"))
+	}
+	for i, a := range p.Aggregates {
+		pre := fmt.Sprintf("aggregate_%d.", i+1)
+		what := string(a.Kind)
+		if a.Kind.clamped() {
+			what += fmt.Sprintf(" of values clamped to [%g, %g]", a.Lower, a.Upper)
+		}
+		facts = append(facts, explain.F(pre+"kind", what, fmt.Sprintf("gets %.3g of the aggregates' budget", a.Share)))
+		for _, s := range a.Stats {
+			sp := pre
+			if a.Kind == Avg {
+				sp += s.Name + "."
+			}
+			facts = append(facts,
+				explain.F(sp+"noise_scale", s.Scale, fmt.Sprintf("%s of the noise (per-user sensitivity ℓ1 %.4g, ℓ2 %.4g; granularity %g)", scaleName(p.Noise), s.L1, s.L2, s.Granularity)),
+				explain.F(sp+"stddev", s.StdDev, "standard deviation of the noise, in the value's units"),
+				explain.F(sp+"ci95_half_width", s.HalfWidth95, "95% of released values are within this of the exact (bounded) value"))
+		}
+		if a.Kind == Avg {
+			facts = append(facts, explain.F(pre+"ci95_half_width", fmt.Sprintf("≈ %.4g / count", a.Stats[1].HalfWidth95),
+				"the mean is midpoint + noisy centred sum / noisy count: its error shrinks with the key's count"))
+		}
+	}
+	return facts
+}
+
+func scaleName(n Noise) string {
+	if n == Gaussian {
+		return "σ"
+	}
+	return "b"
+}
