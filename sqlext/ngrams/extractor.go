@@ -221,7 +221,7 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 	res := Result{Input: e.Stats()}
 
 	start := time.Now()
-	s1, st, err := e.level1(rng, c)
+	s1, st, err := e.level1(ctx, rng, c)
 	if err != nil {
 		return Result{}, err
 	}
@@ -318,7 +318,7 @@ func (e *Extractor) corpus() *corpus {
 }
 
 // level1 releases unigrams with the DPSU mechanism of the plan.
-func (e *Extractor) level1(rng *rand.Rand, c *corpus) (*gramSet, LevelStats, error) {
+func (e *Extractor) level1(ctx context.Context, rng *rand.Rand, c *corpus) (*gramSet, LevelStats, error) {
 	lp := e.plan.Levels[0]
 	st := LevelStats{N: 1, Rule: lp.Rule, Sigma: lp.Sigma, Rho: lp.Rho, Gamma: lp.Gamma, MaxItems: lp.MaxItems}
 	b, err := setunion.NewCalibratedBuilder(e.plan.level1)
@@ -339,7 +339,10 @@ func (e *Extractor) level1(rng *rand.Rand, c *corpus) (*gramSet, LevelStats, err
 			b.AddID(id, e.tokenBytes(t))
 		}
 	}
-	res := b.Release(rng)
+	res, err := b.ReleaseContext(ctx, rng)
+	if err != nil {
+		return nil, st, err
+	}
 	s := &gramSet{k: 1, last: make([]uint32, len(res.Items))}
 	for i, item := range res.Items {
 		s.last[i], _ = e.toks.Lookup([]byte(item))

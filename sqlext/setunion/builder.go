@@ -3,6 +3,7 @@ package setunion
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -31,7 +32,8 @@ import (
 // release is a function of the sequence of pairs added, whether they arrive
 // one by one or in batches (AddBatch).
 //
-// A Builder is not safe for concurrent use. Release may be called once.
+// A Builder is not safe for concurrent use. Release (or ReleaseContext) may
+// be called once.
 type Builder struct {
 	opts Options
 	cal  Calibration
@@ -257,6 +259,14 @@ type Stats struct {
 // lists are independent, so a large input is compacted on up to GOMAXPROCS
 // goroutines; the result does not depend on how many.
 func (b *Builder) Group() Stats {
+	st, _ := b.group(context.Background()) // fails only when ctx is done
+	return st
+}
+
+// group is Group that stops with ctx's error, checked every checkUsers users
+// of each goroutine. Users are compacted one at a time, so a stopped group
+// leaves every list either compacted or as it was.
+func (b *Builder) group(ctx context.Context) (Stats, error) {
 	var dirty int
 	for u, l := range b.lists {
 		dirty += len(l) - int(b.clean[u])
@@ -267,6 +277,9 @@ func (b *Builder) Group() Stats {
 	}
 	if workers <= 1 {
 		for u := range b.lists {
+			if u%checkUsers == 0 && ctx.Err() != nil {
+				return Stats{}, ctx.Err()
+			}
 			if int(b.clean[u]) != len(b.lists[u]) {
 				b.compactUser(uint32(u), &b.scratch)
 			}
@@ -284,6 +297,9 @@ func (b *Builder) Group() Stats {
 					defer wg.Done()
 					var scratch []uint64
 					for v := lo; v < hi; v++ {
+						if (v-lo)%checkUsers == 0 && ctx.Err() != nil {
+							return
+						}
 						if int(b.clean[v]) != len(b.lists[v]) {
 							b.compactUser(uint32(v), &scratch)
 						}
@@ -293,13 +309,24 @@ func (b *Builder) Group() Stats {
 			}
 		}
 		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return Stats{}, err
+		}
 	}
 	var pairs int64
 	for _, l := range b.lists {
 		pairs += int64(len(l))
 	}
-	return Stats{Occurrences: b.occurrences, Users: b.users.Len(), Pairs: pairs, DistinctItems: b.items.Len()}
+	return Stats{Occurrences: b.occurrences, Users: b.users.Len(), Pairs: pairs, DistinctItems: b.items.Len()}, nil
 }
+
+// checkUsers and checkItems are how many users (items) a release processes
+// between two looks at its context: enough that the look costs nothing
+// measurable, few enough that a cancelled release stops within milliseconds.
+const (
+	checkUsers = 1024
+	checkItems = 1 << 14
+)
 
 // parallelGroupMin is the number of entries left to sort from which Group
 // uses several goroutines.
@@ -344,22 +371,51 @@ func (r *Result) InSupport(item string) bool {
 // replacement, builds the histogram user by user, and releases each item u of
 // supp(H) with probability P(H[u] + Z > ρ) by an exact Bernoulli draw.
 func (b *Builder) Release(rng *rand.Rand) Result {
-	stats := b.Group()
+	res, _ := b.ReleaseContext(context.Background(), rng) // fails only when ctx is done
+	return res
+}
+
+// ReleaseContext is Release that stops, with ctx's error and no items, once
+// ctx is done: it looks at ctx every few thousand users or items of each
+// step (grouping, the private choice of Δ0, ordering, every histogram and
+// every round of dp_sips, the release draws, the missing mass). Looking at
+// ctx consumes no randomness, so when ctx is not done the result is the one
+// Release gives with the same rng, seeded or not.
+//
+// A stopped release has released nothing, but it may have drawn the private
+// Δ0 and part of the noise; the builder must not be released again (as
+// after Release).
+func (b *Builder) ReleaseContext(ctx context.Context, rng *rand.Rand) (Result, error) {
+	stats, err := b.group(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	if b.cal.Auto != nil {
 		b.chooseMaxItems(rng)
 	}
 	key := securerand.Key(rng)
 	order := b.userOrder(key)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	n := b.items.Len()
 	var released []uint32
 	var weights []float64
 	switch b.cal.Mechanism {
 	case DPSIPS:
-		released, weights = b.runSIPS(rng, key, order)
+		if released, weights, err = b.runSIPS(ctx, rng, key, order); err != nil {
+			return Result{}, err
+		}
 	default:
-		h := b.histogram(rng, key, order, b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
+		h, err := b.histogram(ctx, rng, key, order, b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
+		if err != nil {
+			return Result{}, err
+		}
 		weights = h.W
 		for i := 0; i < n; i++ {
+			if i%checkItems == 0 && ctx.Err() != nil {
+				return Result{}, ctx.Err()
+			}
 			if w := h.W[i]; w > 0 && securerand.Bernoulli(rng, b.cal.ReleaseProbability(w)) {
 				released = append(released, uint32(i))
 			}
@@ -376,8 +432,12 @@ func (b *Builder) Release(rng *rand.Rand) Result {
 		items[k] = b.items.String(i)
 	}
 	slices.Sort(items)
-	return Result{Items: items, Stats: stats, Support: support, Missing: b.missing(released),
-		items: &b.items, weights: weights}
+	missing, err := b.missing(ctx, released)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Items: items, Stats: stats, Support: support, Missing: missing,
+		items: &b.items, weights: weights}, nil
 }
 
 // Missing is the second utility measure of a release, next to the number of
@@ -399,13 +459,16 @@ type Missing struct {
 
 // missing computes the missing mass of a release of the item ids released
 // from every user's full (unbounded) list.
-func (b *Builder) missing(released []uint32) Missing {
+func (b *Builder) missing(ctx context.Context, released []uint32) (Missing, error) {
 	in := make([]bool, b.items.Len())
 	for _, i := range released {
 		in[i] = true
 	}
 	var pairs, lostPairs, occ, lostOcc int64
-	for _, l := range b.lists {
+	for u, l := range b.lists {
+		if u%checkUsers == 0 && ctx.Err() != nil {
+			return Missing{}, ctx.Err()
+		}
 		for _, e := range l {
 			c := int64(e & 0xffffffff)
 			pairs++
@@ -421,7 +484,7 @@ func (b *Builder) missing(released []uint32) Missing {
 		m.Pairs = float64(lostPairs) / float64(pairs)
 		m.Occurrences = float64(lostOcc) / float64(occ)
 	}
-	return m
+	return m, nil
 }
 
 // userOrder returns user ids in the order the sequential policies process
@@ -502,13 +565,14 @@ func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weight
 		return nil, nil, Stats{}, fmt.Errorf("max_items = 0 (chosen privately) needs all users at once; give a fixed max_items for a sharded release")
 	}
 	stats = b.Group()
-	h := b.histogram(rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
+	h, _ := b.histogram(context.Background(), rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
 	return b.items.Strings(), h.W, stats, nil
 }
 
 // histogram builds H with rule m over users in order, skipping items marked in
-// exclude (dp_sips removes released items between rounds).
-func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []bool) *Histogram {
+// exclude (dp_sips removes released items between rounds). It stops with
+// ctx's error, looked at every checkUsers users.
+func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []bool) (*Histogram, error) {
 	h := NewHistogram(m, gamma, b.items.Len())
 	greedy := m.greedy()
 	if greedy {
@@ -519,7 +583,10 @@ func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mec
 	}
 	var items []uint32
 	var prio []float64
-	for _, u := range order {
+	for k, u := range order {
+		if k%checkUsers == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		items = items[:0]
 		prio = prio[:0]
 		for _, e := range b.lists[u] {
@@ -549,7 +616,7 @@ func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mec
 		}
 		h.Update(items, prio)
 	}
-	return h
+	return h, nil
 }
 
 // topByPriority keeps the k items of highest priority (ties by the keyed
@@ -583,7 +650,7 @@ func topByPriority(items []uint32, prio []float64, tie []uint64, k int) ([]uint3
 // order for a policy round) and releases with (σ_r, ρ_r); released items are
 // removed from every user before the next round. It returns the released ids
 // and, per item, the largest weight it had in any round (for Support).
-func (b *Builder) runSIPS(rng *rand.Rand, key [2]uint64, order []uint32) ([]uint32, []float64) {
+func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32) ([]uint32, []float64, error) {
 	n := b.items.Len()
 	done := make([]bool, n)
 	seen := make([]float64, n)
@@ -593,8 +660,14 @@ func (b *Builder) runSIPS(rng *rand.Rand, key [2]uint64, order []uint32) ([]uint
 		if rd.Rule == PolicyGaussianL2 {
 			rule, ord = PolicyGaussianL2, orderUsers(key, b.users.Len(), b.users.Bytes)
 		}
-		h := b.histogram(rng, key, ord, rule, rd.Gamma, rd.MaxItems, done)
+		h, err := b.histogram(ctx, rng, key, ord, rule, rd.Gamma, rd.MaxItems, done)
+		if err != nil {
+			return nil, nil, err
+		}
 		for i, w := range h.W {
+			if i%checkItems == 0 && ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
 			if w <= 0 {
 				continue
 			}
@@ -605,5 +678,5 @@ func (b *Builder) runSIPS(rng *rand.Rand, key [2]uint64, order []uint32) ([]uint
 			}
 		}
 	}
-	return released, seen
+	return released, seen, nil
 }

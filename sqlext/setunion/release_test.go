@@ -1,6 +1,7 @@
 package setunion
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -295,7 +296,7 @@ func TestGreedyOrder(t *testing.T) {
 		b.Add("u", "c")
 		b.Group()
 		key := [2]uint64{1, 2}
-		h := b.histogram(securerand.NewSeeded(1), key, []uint32{0}, m, b.cal.Gamma, b.cal.MaxItems, nil)
+		h, _ := b.histogram(context.Background(), securerand.NewSeeded(1), key, []uint32{0}, m, b.cal.Gamma, b.cal.MaxItems, nil)
 		want := "a"
 		if m.publicPriority() {
 			want = "b"
