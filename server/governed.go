@@ -368,21 +368,22 @@ func Listen(addr string) (net.Listener, error) {
 // defaults of DefaultLimits).
 func serverLimits(l config.Limits) Limits {
 	return Limits{
-		MaxStatementBytes:        l.MaxStatementBytes,
-		MaxStatementTokens:       l.MaxStatementTokens,
-		MaxOperators:             l.MaxOperators,
-		MaxNesting:               l.MaxNesting,
-		MaxInList:                l.MaxInList,
-		MaxExecutionTime:         l.MaxExecutionTime,
-		MaxStringBytes:           l.MaxStringBytes,
-		MaxStatementsPerAccount:  l.MaxStatementsPerAccount,
-		MaxConnections:           l.MaxConnections,
-		AdminConnections:         l.AdminConnections,
-		MaxConnectionsPerAccount: l.MaxConnectionsPerAccount,
-		HandshakeTimeout:         l.HandshakeTimeout,
-		MaxPendingHandshakes:     l.MaxPendingHandshakes,
-		MaxMemoryBytes:           l.MaxMemoryBytes,
-		MaxUserVariableBytes:     l.MaxUserVariableBytes,
+		MaxStatementBytes:              l.MaxStatementBytes,
+		MaxStatementTokens:             l.MaxStatementTokens,
+		MaxOperators:                   l.MaxOperators,
+		MaxNesting:                     l.MaxNesting,
+		MaxInList:                      l.MaxInList,
+		MaxExecutionTime:               l.MaxExecutionTime,
+		MaxStringBytes:                 l.MaxStringBytes,
+		MaxStatementsPerAccount:        l.MaxStatementsPerAccount,
+		MaxConnections:                 l.MaxConnections,
+		AdminConnections:               l.AdminConnections,
+		MaxConnectionsPerAccount:       l.MaxConnectionsPerAccount,
+		HandshakeTimeout:               l.HandshakeTimeout,
+		MaxPendingHandshakes:           l.MaxPendingHandshakes,
+		MaxPendingHandshakesPerAddress: l.MaxPendingHandshakesPerAddress,
+		MaxMemoryBytes:                 l.MaxMemoryBytes,
+		MaxUserVariableBytes:           l.MaxUserVariableBytes,
 	}.WithDefaults()
 }
 
