@@ -2,8 +2,9 @@
 // directory honest: every "docs/<file>.md §N[.M]" or "docs/<file>.md#anchor"
 // written in a Go file, in README.md or in a document here must name an
 // existing file and heading, a bare "§N" in a document here must name one
-// of its own headings, and no Go file may cite the design notes that used
-// to live outside the repository.
+// of its own headings, a repository path written in code style in a
+// document here must exist, and no Go file may cite the design notes that
+// used to live outside the repository.
 package docs_test
 
 import (
@@ -23,6 +24,10 @@ import (
 var citation = regexp.MustCompile(`docs/([A-Za-z0-9_-]+\.md)(?:#([A-Za-z0-9_-]+)|((?:\s*,?\s*(?:and\s+)?§[0-9]+(?:\.[0-9]+)*)+))?`)
 
 var sectionRef = regexp.MustCompile(`§([0-9]+(?:\.[0-9]+)*)`)
+
+// codePath matches a path written in code style in a document: `dir/file.go`,
+// `dir/sub` (no wildcard, brace or symbol after a dot).
+var codePath = regexp.MustCompile("`((?:[a-z0-9_-]+/)+[A-Za-z0-9_-]+(?:\\.(?:go|md|yaml|mod))?)`")
 
 // outside matches citations of the design notes that are no longer kept
 // beside the code.
@@ -147,6 +152,19 @@ func TestCitations(t *testing.T) {
 				}
 			}
 			if isDoc {
+				for _, p := range codePath.FindAllStringSubmatch(line, -1) {
+					// Only paths under one of our top-level directories are
+					// ours (go-mysql-server's are written from its module
+					// name, go-mysql-server/…).
+					top, _, _ := strings.Cut(p[1], "/")
+					if fi, err := os.Stat(filepath.Join(root, top)); err != nil || !fi.IsDir() {
+						continue
+					}
+					cited++
+					if _, err := os.Stat(filepath.Join(root, p[1])); err != nil {
+						t.Errorf("%s names %s, which is not in the repository", where, p[1])
+					}
+				}
 				self := lookup(filepath.Base(rel))
 				for _, s := range sectionRef.FindAllStringSubmatch(citation.ReplaceAllString(line, ""), -1) {
 					cited++
