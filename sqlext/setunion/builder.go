@@ -144,6 +144,7 @@ func (b *Builder) AddID(u uint32, item []byte) {
 }
 
 func (b *Builder) user(name string) uint32 {
+	b.ensureIndex()
 	if u, ok := b.userIdx[name]; ok {
 		return u
 	}
@@ -156,6 +157,7 @@ func (b *Builder) user(name string) uint32 {
 }
 
 func (b *Builder) item(name string) uint32 {
+	b.ensureIndex()
 	if i, ok := b.itemIdx[name]; ok {
 		return i
 	}
@@ -251,14 +253,21 @@ type Result struct {
 	// Missing).
 	Missing Missing
 
-	itemIdx map[string]uint32
-	weights []float64
+	itemIdx   map[string]uint32
+	itemNames []string // to build itemIdx when the builder had none
+	weights   []float64
 }
 
 // InSupport reports whether item had positive weight in the final histogram
 // (for dp_sips, in any round). The n-gram extractor needs supp(H_k) to draw
 // spurious k-grams from V_k \ supp(H_k).
 func (r *Result) InSupport(item string) bool {
+	if r.itemIdx == nil && len(r.itemNames) > 0 {
+		r.itemIdx = make(map[string]uint32, len(r.itemNames))
+		for i, name := range r.itemNames {
+			r.itemIdx[name] = uint32(i)
+		}
+	}
 	i, ok := r.itemIdx[item]
 	return ok && r.weights[i] > 0
 }
@@ -303,7 +312,7 @@ func (b *Builder) Release(rng *rand.Rand) Result {
 	}
 	slices.Sort(items)
 	return Result{Items: items, Stats: stats, Support: support, Missing: b.missing(released),
-		itemIdx: b.itemIdx, weights: weights}
+		itemIdx: b.itemIdx, itemNames: b.itemNames, weights: weights}
 }
 
 // Missing is the second utility measure of a release, next to the number of

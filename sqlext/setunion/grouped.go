@@ -1,0 +1,108 @@
+package setunion
+
+import (
+	"fmt"
+	"math"
+)
+
+// Grouped is a release's input already grouped by privacy unit: the state a
+// Builder holds once Group has run. A caller that keeps its pairs grouped
+// between releases (dpsql's per-table release index) hands them to
+// NewGroupedBuilder instead of adding them again pair by pair.
+type Grouped struct {
+	// Users are the distinct, non-empty privacy units, in the order of
+	// their first pair.
+	Users []string
+	// Items are the distinct items, in the order of their first pair.
+	Items []string
+	// Lists[u] are the entries of Users[u]: GroupedEntry(item, count) with
+	// item an index of Items, by strictly ascending item, and count ≥ 1
+	// the number of times the pair was added (saturating at 2³²−1).
+	Lists [][]uint64
+	// Occurrences is the number of pairs added, duplicates included
+	// (Stats.Occurrences; operator-only).
+	Occurrences int64
+}
+
+// GroupedEntry is the entry of Grouped.Lists for item id item held count
+// times by its user.
+func GroupedEntry(item, count uint32) uint64 { return uint64(item)<<32 | uint64(count) }
+
+// NewGroupedBuilder returns a builder that holds g, as if NewBuilder(o) had
+// been given every pair of g in an order whose first occurrences of users
+// and items follow g.Users and g.Items: the builder's state after Group is
+// then identical, and so is its Release for the same random source. The
+// builder's mechanism sees exactly what it would see from the pairs one by
+// one; nothing about the privacy argument changes.
+//
+// The builder reads g's slices and never writes to them, so several
+// builders (concurrent releases) may share one Grouped. Pairs added
+// afterwards (Add) are appended to copies. It checks g's shape in one pass:
+// O(users + items + entries).
+func NewGroupedBuilder(o Options, g Grouped) (*Builder, error) {
+	cal, err := Calibrate(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	b := &Builder{
+		opts:        o,
+		cal:         cal,
+		userNames:   g.Users,
+		itemNames:   g.Items,
+		lists:       make([][]uint64, len(g.Lists)),
+		clean:       make([]int32, len(g.Lists)),
+		occurrences: g.Occurrences,
+	}
+	for u, l := range g.Lists {
+		b.lists[u] = l[:len(l):len(l)] // an append copies
+		b.clean[u] = int32(len(l))
+	}
+	return b, nil
+}
+
+// check verifies the shape NewGroupedBuilder relies on.
+func (g *Grouped) check() error {
+	if len(g.Lists) != len(g.Users) {
+		return fmt.Errorf("grouped input: %d users but %d lists", len(g.Users), len(g.Lists))
+	}
+	if len(g.Items) >= math.MaxUint32 || len(g.Users) >= math.MaxUint32 {
+		return fmt.Errorf("grouped input: too many users or items")
+	}
+	for u, l := range g.Lists {
+		if g.Users[u] == "" {
+			return fmt.Errorf("grouped input: user %d is empty", u)
+		}
+		for k, e := range l {
+			if e&0xffffffff == 0 || e>>32 >= uint64(len(g.Items)) || (k > 0 && e>>32 <= l[k-1]>>32) {
+				return fmt.Errorf("grouped input: the list of user %d is not ascending distinct item ids with counts ≥ 1", u)
+			}
+		}
+	}
+	return nil
+}
+
+// ensureIndex builds the interning maps of a builder made by
+// NewGroupedBuilder before a pair is added to it.
+func (b *Builder) ensureIndex() {
+	if b.userIdx != nil {
+		return
+	}
+	b.userIdx = make(map[string]uint32, len(b.userNames))
+	for u, name := range b.userNames {
+		b.userIdx[name] = uint32(u)
+	}
+	b.itemIdx = make(map[string]uint32, len(b.itemNames))
+	for i, name := range b.itemNames {
+		b.itemIdx[name] = uint32(i)
+	}
+	b.last = make([]lastSeen, len(b.itemNames))
+	for i := range b.last {
+		b.last[i] = lastSeen{u: noUser}
+	}
+	// The shared names must not be appended to in place.
+	b.userNames = b.userNames[:len(b.userNames):len(b.userNames)]
+	b.itemNames = b.itemNames[:len(b.itemNames):len(b.itemNames)]
+}
