@@ -106,3 +106,11 @@ func (b *Builder) ensureIndex() {
 	b.userNames = b.userNames[:len(b.userNames):len(b.userNames)]
 	b.itemNames = b.itemNames[:len(b.itemNames):len(b.itemNames)]
 }
+
+// Grouped groups the builder's pairs (Group) and returns them, sharing the
+// builder's slices: a builder from NewGroupedBuilder(o, b.Grouped())
+// releases exactly as b would. b must not be used afterwards.
+func (b *Builder) Grouped() Grouped {
+	b.Group()
+	return Grouped{Users: b.userNames, Items: b.itemNames, Lists: b.lists, Occurrences: b.occurrences}
+}

@@ -85,9 +85,18 @@ func TestGroupedBuilderSameRelease(t *testing.T) {
 			for _, p := range pairs {
 				a.Add(p[0], p[1])
 			}
-			b, err := NewGroupedBuilder(o, groupPairs(pairs))
+			g := groupPairs(pairs)
+			b, err := NewGroupedBuilder(o, g)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Builder.Grouped gives the same grouping.
+			c, _ := NewBuilder(o)
+			for _, p := range pairs {
+				c.Add(p[0], p[1])
+			}
+			if got := c.Grouped(); fmt.Sprint(got) != fmt.Sprint(g) {
+				t.Fatalf("%s: Builder.Grouped differs from the grouping of the pairs", m)
 			}
 			seed := r.Uint64()
 			ra := a.Release(rand.New(rand.NewPCG(seed, 7)))
