@@ -169,6 +169,11 @@ type Limits struct {
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`
 	ReleaseRowWork    int `yaml:"release_row_work"`
+	// ReleaseIndexBytes bounds the memory of the release indexes (per
+	// protected table and column, the grouped pairs that releases reading
+	// a whole column take instead of scanning; release.Indexes). 0: 512
+	// MiB; -1: no index, every release scans.
+	ReleaseIndexBytes int64 `yaml:"release_index_bytes"`
 	// MinEpsilon, MinDelta and MaxDelta bound every release's ε and δ
 	// (governance.DefaultBounds: 0.001, 1e-15, 1e-5); MaxBudgetDelta bounds
 	// the δ of a budget (default 1e-4).
