@@ -106,8 +106,13 @@ func TestIndexSameReleases(t *testing.T) {
 		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1') FROM visits",
 		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1, mechanism=weighted_gaussian, max_items=3'), DP_SET_UNION(n, user_id, 'epsilon=1, mechanism=dp_sips') FROM visits",
 		"SELECT DP_SET_UNION(user_id, user_id, 'epsilon=1') FROM visits",
-		// Not from the index (a filter, two keys, an expression): the same
-		// either way, trivially.
+		// A filter on the privacy unit only: from the index, per user.
+		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item FROM visits WHERE user_id <= 200 ORDER BY item",
+		"SELECT /*+ SET_VAR(dp_epsilon = 1) SET_VAR(dp_mechanism = 'weighted_gaussian') SET_VAR(dp_max_items = 3) */ DISTINCT item FROM visits WHERE user_id % 3 = 1 ORDER BY item",
+		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1, max_items=3') FROM visits WHERE user_id LIKE '%1%' AND user_id IS NOT NULL",
+		"SELECT DP_SET_UNION(n, user_id, 'epsilon=1, mechanism=count_gaussian, max_items=2') FROM visits v WHERE v.user_id > 100",
+		// Not from the index (a filter on another column, two keys, an
+		// expression): the same either way, trivially.
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item FROM visits WHERE g = 1 ORDER BY item",
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item, g FROM visits ORDER BY item, g",
 		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1'), DP_SET_UNION(LOWER(item), user_id, 'epsilon=1') FROM visits",

@@ -278,11 +278,11 @@ func (r *Release) fromIndexes(ctx *sql.Context, opts []setunion.Options, builder
 	}
 	grouped := make([]setunion.Grouped, len(builders))
 	for i := range builders {
-		x, ok := r.scan.Indexed(ctx, r.indexes, i)
+		g, ok := r.scan.IndexedPairs(ctx, r.indexes, i, view)
 		if !ok {
 			return false
 		}
-		grouped[i] = x.Grouped(view)
+		grouped[i] = g
 	}
 	made := make([]*setunion.Builder, len(grouped))
 	for i, g := range grouped {

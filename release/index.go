@@ -1,16 +1,20 @@
 package release
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/release/sealed"
@@ -28,12 +32,22 @@ import (
 // scanning and grouping the table again.
 //
 // Why the output is the same. A release may read an index only when its
-// scan evaluates nothing: no filter, and the privacy unit and every key are
-// plain columns (Scan.Indexed). The sealed evaluation of such a scan
-// computes no value — a column reference is read as it is, with no work or
-// size limit applying — so the scan hands the mechanism, row by row, the
-// unit's text and the key's value, skipping rows whose unit is NULL or
-// empty: exactly what the index build (the same Scan.Run) records. The
+// scan evaluates nothing but, at most, a filter on the privacy unit alone:
+// the privacy unit and every key are plain columns (Scan.Indexed). The
+// sealed evaluation of such a scan computes no value for them — a column
+// reference is read as it is, with no work or size limit applying — so,
+// without a filter, the scan hands the mechanism, row by row, the unit's
+// text and the key's value, skipping rows whose unit is NULL or empty:
+// exactly what the index build (the same Scan.Run) records. A filter that
+// reads only the unit column and is deterministic has, on every row of a
+// user, the same value, work and failures (they depend on the unit's value
+// only, given back exactly from its text for TEXT and BIGINT units), so
+// evaluating it once per user, sealed and in the analyst's session, keeps
+// exactly the rows the scan keeps: all rows of the users it keeps. Their
+// pairs are then renumbered as the filtered scan meets them: users keep
+// their order (a user's first kept row is its first row), and items are
+// ordered by their first row among the kept users' rows, which the index
+// records per pair. The
 // index keeps those pairs in the state a setunion.Builder reaches after
 // grouping them (users and items in order of first occurrence, each user's
 // distinct items by ascending id with their multiplicities), and
@@ -52,7 +66,10 @@ import (
 // index serves every session.
 //
 // What it costs and shows. The index holds, per million distinct (unit,
-// key) pairs, 8 MB of entries plus the unit and key strings (Index.Bytes).
+// key) pairs, 12 MB of entries (item, count, first row) plus the unit and
+// key strings (Index.Bytes: 15 MiB per million pairs on git_python_ecosystem's
+// words); building it takes about one scan, plus a transient map of the
+// pairs' first rows.
 // Indexes bounds the total; an index that does not fit is not kept and its
 // releases scan. A build reads the table once with no analyst's session:
 // it runs outside every statement (a failure, a panic or an index over the
@@ -116,13 +133,13 @@ type versioned interface {
 
 // Indexed returns the index of key i of the scan, building it on first use,
 // when the release may read the index instead of the table: the scan has no
-// filter, its privacy unit and every key are plain columns of text or
-// integer types, the table's rows never change, and ix holds (or can hold)
-// the index. ok is false otherwise, and when the build failed, did not fit
+// filter or one on the privacy unit alone (see IndexedPairs), its privacy
+// unit and every key are plain columns of text or integer types, the
+// table's rows never change, and ix holds (or can hold) the index. ok is false otherwise, and when the build failed, did not fit
 // or ctx ended while waiting for it: the release then runs the scan, which
 // gives the same result.
 func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool) {
-	if ix == nil || s.filter >= 0 || s.plain == nil {
+	if ix == nil || (s.filter >= 0 && s.unitFilter == nil) || s.plain == nil {
 		return nil, false
 	}
 	// Every key plain, not only key i: another key's evaluation could
@@ -147,6 +164,173 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 	case <-ctx.Done():
 		return nil, false // the scan reports the cancellation
 	}
+}
+
+// IndexedPairs returns the grouped pairs of key i of the scan for a
+// release of kind view (DistinctView, ValueView), from the release index,
+// when Indexed gives one: all of them, or, with a filter on the privacy
+// unit alone, the pairs of the users the filter keeps (evaluated sealed,
+// once per user, in the analyst's session as the scan would per row), in
+// the order of first occurrence among the rows it keeps.
+func (s *Scan) IndexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (setunion.Grouped, bool) {
+	x, ok := s.Indexed(ctx, ix, i)
+	if !ok {
+		return setunion.Grouped{}, false
+	}
+	if s.filter < 0 {
+		return x.Grouped(view), true
+	}
+	keep, ok := s.keepUsers(ctx, x)
+	if !ok {
+		return setunion.Grouped{}, false
+	}
+	return x.filtered(view, keep), true
+}
+
+// keepUsers evaluates the unit filter for every user of x, as Scan.Run
+// evaluates the filter of a row: a row whose evaluation is skipped, fails,
+// is NULL or false is left out.
+func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, bool) {
+	ev := s.unitFilter.NewEvaluator(ctx)
+	sctx := ev.Context()
+	row := make(sql.Row, len(s.src.Schema()))
+	typ := s.src.Schema()[s.unitAt].Type
+	keep := make([]bool, len(x.users))
+	for u, name := range x.users {
+		if u&1023 == 0 && ctx.Err() != nil {
+			return nil, false // the scan reports the cancellation
+		}
+		v, ok := unitValue(typ, name)
+		if !ok {
+			return nil, false
+		}
+		row[s.unitAt] = v
+		keep[u] = func() (pass bool) {
+			defer func() {
+				if recover() != nil {
+					pass = false
+				}
+			}()
+			if !ev.Row(row) {
+				return false
+			}
+			f, ok := ev.Value(0)
+			if !ok || f == nil {
+				return false
+			}
+			b, err := sql.ConvertToBool(sctx, f)
+			return err == nil && b
+		}()
+	}
+	return keep, true
+}
+
+// unitValueType reports whether a privacy unit of type t can be given back
+// its stored value from its text (unitValue): text, or a BIGINT (stored as
+// int64).
+func unitValueType(t sql.Type) bool {
+	return t != nil && (types.IsText(t) && !types.IsEnum(t) && !types.IsSet(t) || t.Equals(types.Int64))
+}
+
+// unitValue returns the stored value of a unit from its text.
+func unitValue(t sql.Type, text string) (any, bool) {
+	if types.IsText(t) {
+		return text, true
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	return n, err == nil
+}
+
+// readsOnly reports whether e reads column col of the row and no other,
+// and is deterministic.
+func readsOnly(e sql.Expression, col int) bool {
+	ok := true
+	transform.InspectExpr(e, func(e sql.Expression) bool {
+		if gf, isField := e.(*expression.GetField); isField && gf.Index() != col {
+			ok = false
+		}
+		if nd, isND := e.(interface{ IsNonDeterministic() bool }); isND && nd.IsNonDeterministic() {
+			ok = false
+		}
+		return !ok
+	})
+	return ok
+}
+
+// filtered makes view of the pairs of the users keep keeps: users in their
+// order (of first row, or of first non-NULL value for ValueView), items
+// renumbered by their first row among the kept users' rows (the order in
+// which a scan with the filter meets them), lists sorted again.
+func (x *Index) filtered(view int, keep []bool) setunion.Grouped {
+	valueView := view == ValueView
+	order := x.nnOrder
+	if !valueView || x.null < 0 {
+		order = nil
+	}
+	users := len(x.users)
+	if order != nil {
+		users = len(order)
+	}
+	user := func(k int) uint32 {
+		if order != nil {
+			return order[k]
+		}
+		return uint32(k)
+	}
+	skip := func(item uint64) bool { return valueView && x.null >= 0 && item == uint64(x.null) }
+	minFirst := make([]uint32, len(x.items))
+	for i := range minFirst {
+		minFirst[i] = math.MaxUint32
+	}
+	for k := range users {
+		u := user(k)
+		if !keep[u] {
+			continue
+		}
+		for j := x.offs[u]; j < x.offs[u+1]; j++ {
+			if it := x.ents[j] >> 32; !skip(it) {
+				minFirst[it] = min(minFirst[it], x.first[j])
+			}
+		}
+	}
+	var ids []uint32
+	for i, f := range minFirst {
+		if f != math.MaxUint32 {
+			ids = append(ids, uint32(i))
+		}
+	}
+	slices.SortFunc(ids, func(a, b uint32) int { return cmp.Compare(minFirst[a], minFirst[b]) })
+	newID := make([]uint32, len(x.items))
+	g := setunion.Grouped{Items: make([]string, len(ids))}
+	for n, i := range ids {
+		newID[i] = uint32(n)
+		g.Items[n] = x.items[i]
+		if valueView {
+			g.Items[n], _ = itemText(x.items[i])
+		}
+	}
+	for k := range users {
+		u := user(k)
+		if !keep[u] {
+			continue
+		}
+		var l []uint64
+		for j := x.offs[u]; j < x.offs[u+1]; j++ {
+			e := x.ents[j]
+			if skip(e >> 32) {
+				continue
+			}
+			l = append(l, uint64(newID[e>>32])<<32|e&0xffffffff)
+			g.Occurrences += int64(e & 0xffffffff)
+		}
+		if len(l) == 0 {
+			continue
+		}
+		slices.Sort(l)
+		g.Users = append(g.Users, x.users[u])
+		g.Lists = append(g.Lists, l)
+	}
+	return g
 }
 
 // entry returns the cache entry of key for the given version, starting its
@@ -214,6 +398,7 @@ type Index struct {
 	items []string // keyItem of the values, in order of first row
 	offs  []uint32 // users[u]'s entries are ents[offs[u]:offs[u+1]]
 	ents  []uint64 // setunion.GroupedEntry(item, count), ascending item
+	first []uint32 // per entry, the ordinal of its first recorded row
 	occ   int64    // rows recorded
 	// NULL: the item id of the NULL value (-1: none), its rows, and the
 	// users in order of their first non-NULL value.
@@ -293,6 +478,11 @@ func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, erro
 		nullOcc int64
 		nnSeen  []bool
 		nnOrder []uint32
+		// The builder numbers items in order of first row; so does
+		// itemID, to key each pair's first row (pairFirst).
+		itemID    = map[string]uint32{}
+		pairFirst = map[uint64]uint32{}
+		rows      uint32
 	)
 	err = scan.Run(ctx, func(row *Row) {
 		v, ok := row.Key(0)
@@ -313,6 +503,17 @@ func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, erro
 		} else if !nnSeen[u] {
 			nnSeen[u] = true
 			nnOrder = append(nnOrder, u)
+		}
+		id, seen := itemID[string(item)]
+		if !seen {
+			id = uint32(len(itemID))
+			itemID[string(item)] = id
+		}
+		if _, seen := pairFirst[uint64(u)<<32|uint64(id)]; !seen {
+			pairFirst[uint64(u)<<32|uint64(id)] = rows
+		}
+		if rows++; rows == math.MaxUint32 {
+			panic("more rows than an index holds")
 		}
 		b.AddID(u, item)
 	})
@@ -336,14 +537,24 @@ func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, erro
 	if n >= math.MaxUint32 {
 		return nil, fmt.Errorf("%d pairs: more than an index holds", n)
 	}
+	for i, it := range g.Items {
+		if itemID[it] != uint32(i) {
+			return nil, fmt.Errorf("internal error: item numbering differs from the builder's")
+		}
+	}
+	itemID = nil
 	x.offs = make([]uint32, len(g.Lists)+1)
 	x.ents = make([]uint64, 0, n)
+	x.first = make([]uint32, 0, n)
 	for u, l := range g.Lists {
 		x.ents = append(x.ents, l...)
+		for _, e := range l {
+			x.first = append(x.first, pairFirst[uint64(u)<<32|e>>32])
+		}
 		g.Lists[u] = nil // let the builder's lists go as we copy
 		x.offs[u+1] = uint32(len(x.ents))
 	}
-	x.bytes = int64(len(x.ents))*8 + int64(len(x.offs))*4 + int64(len(x.nnOrder))*4
+	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.nnOrder))*4
 	for _, s := range x.users {
 		x.bytes += int64(len(s)) + 16
 	}

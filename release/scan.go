@@ -38,6 +38,11 @@ type Scan struct {
 	src     sql.Table
 	unitCol string
 	plain   []string
+	// unitFilter is the filter compiled alone over the table's full rows,
+	// when it reads the privacy unit only (unitAt in those rows): the
+	// release index evaluates it once per user (Indexed).
+	unitFilter *sealed.Program
+	unitAt     int
 }
 
 // NewScan compiles a scan of db.name (table, the table as its provider
@@ -66,6 +71,11 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 	if filter.E != nil {
 		s.filter = len(all)
 		all = append(all, filter)
+		if s.plain != nil && unitValueType(uc.Type) && readsOnly(filter.E, ui) {
+			if p, err := sealed.Compile(ctx, []sql.Expression{filter.E}, len(sch), lim); err == nil {
+				s.unitFilter, s.unitAt = p, ui
+			}
+		}
 	}
 	for _, k := range keys {
 		s.keys = append(s.keys, len(all))
