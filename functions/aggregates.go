@@ -88,8 +88,8 @@ func AggregateOptions(p SetUnionParams, a AggregateParams, kinds []dpagg.Kind) (
 	}
 	if m, err := setunion.ParseMechanism(p.Mechanism); err == nil && m != setunion.DPSIPS {
 		o.Mechanism = m
-		if p.Alpha != AlphaDefault {
-			o.Alpha = setunion.Float(p.Alpha)
+		if p.Alpha != nil {
+			o.Alpha = setunion.Float(*p.Alpha)
 		}
 	}
 	var lower, upper float64

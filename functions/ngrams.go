@@ -550,12 +550,8 @@ func NgramsOptions(p SetUnionParams, options string, given bool) (ngrams.Options
 	if update != "" {
 		o.Update = mechanismName(update)
 	}
-	switch {
-	case alpha == AlphaDefault:
-	case alpha < 0:
-		return ngrams.Options{}, optionsError("DP_NGRAMS: alpha must be a finite number ≥ 0, or -1 / default for the rule's default, got %v", alpha)
-	default:
-		o.Alpha = setunion.Float(alpha)
+	if alpha != nil {
+		o.Alpha = setunion.Float(*alpha)
 	}
 	if mechFromSession {
 		probe := ngrams.Defaults()

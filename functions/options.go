@@ -148,12 +148,6 @@ func ParseInt(v string) (int, error) {
 	return int(n), nil
 }
 
-// AlphaDefault is the value of alpha (the dp_alpha variable or the alpha
-// option) that selects the mechanism's default cutoff parameter
-// (setunion.Mechanism.DefaultAlpha: 3 for the policies and the greedy
-// mechanisms).
-const AlphaDefault = -1.0
-
 // SetUnionParams are the DP set union options as SQL sees them: the core's
 // options plus the alpha sentinel. Mechanism is kept as typed so that errors
 // can quote it.
@@ -162,8 +156,11 @@ type SetUnionParams struct {
 	Epsilon   float64
 	Delta     float64
 	MaxItems  int
-	// Alpha is the cutoff parameter α ≥ 0, or AlphaDefault.
-	Alpha  float64
+	// Alpha is the cutoff parameter α ≥ 0; nil (the option alpha=default)
+	// takes the mechanism's default (setunion.Mechanism.DefaultAlpha). The
+	// dp_alpha variable always has a value (setunion.CutoffAlpha unless
+	// set).
+	Alpha  *float64
 	Rounds int
 }
 
@@ -176,7 +173,7 @@ func DefaultSetUnionParams() SetUnionParams {
 		Epsilon:   d.Epsilon,
 		Delta:     d.Delta,
 		MaxItems:  d.MaxItems,
-		Alpha:     AlphaDefault,
+		Alpha:     setunion.Float(setunion.CutoffAlpha),
 		Rounds:    d.Rounds,
 	}
 }
@@ -193,19 +190,19 @@ func (s *OptionSet) AddSetUnion(p *SetUnionParams) {
 }
 
 // Alpha adds a key whose value is a cutoff parameter stored in *dst: a
-// finite number, or "default" for AlphaDefault (the range is checked by
-// the function's validation).
-func (s *OptionSet) Alpha(key string, dst *float64) {
+// finite number, or "default" for nil, the mechanism's default (the range
+// is checked by the function's validation).
+func (s *OptionSet) Alpha(key string, dst **float64) {
 	s.Func(key, func(v string) error {
 		if strings.EqualFold(v, "default") {
-			*dst = AlphaDefault
+			*dst = nil
 			return nil
 		}
 		f, err := ParseFloat(v)
 		if err != nil {
 			return err
 		}
-		*dst = f
+		*dst = &f
 		return nil
 	})
 }
@@ -233,12 +230,8 @@ func (p SetUnionParams) Options() (setunion.Options, error) {
 		return setunion.Options{}, fmt.Errorf("mechanism %s needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)", m)
 	}
 	o := setunion.Options{Mechanism: m, Epsilon: p.Epsilon, Delta: p.Delta, MaxItems: p.MaxItems, Rounds: p.Rounds, AllowUnproven: allowUnproven.Load()}
-	switch {
-	case p.Alpha == AlphaDefault:
-	case p.Alpha < 0:
-		return setunion.Options{}, fmt.Errorf("alpha must be a finite number ≥ 0, or -1 for the mechanism's default, got %v", p.Alpha)
-	default:
-		o.Alpha = setunion.Float(p.Alpha)
+	if p.Alpha != nil {
+		o.Alpha = setunion.Float(*p.Alpha)
 	}
 	return o, o.Validate()
 }

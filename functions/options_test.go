@@ -52,8 +52,9 @@ func TestOptionSetSetUnion(t *testing.T) {
 	if o.Mechanism != setunion.DPSIPS || o.Epsilon != 2 || o.Delta != 1e-8 || o.MaxItems != 50 || *o.Alpha != 4 || o.Rounds != 5 {
 		t.Fatalf("options %+v", o)
 	}
-	// alpha=default and -1 mean the mechanism's default (nil).
-	for _, a := range []string{"default", "-1", "DEFAULT"} {
+	// alpha=default means the mechanism's default (nil); -1, once a second
+	// marker for it, is now an error like any negative α.
+	for _, a := range []string{"default", "DEFAULT"} {
 		p := DefaultSetUnionParams()
 		s := NewOptionSet("DP_SET_UNION")
 		s.AddSetUnion(&p)
@@ -107,7 +108,7 @@ func TestSetUnionParamsValidation(t *testing.T) {
 		{func(p *SetUnionParams) { p.Delta = 0 }, "delta must be greater than 0 and less than 1, got 0"},
 		{func(p *SetUnionParams) { p.MaxItems = -1 }, "max_items must be an integer from 1 to 1000000, or 0 to choose it privately from the data, got -1"},
 		{func(p *SetUnionParams) { p.Mechanism = "greedy_frequency_unproven" }, "mechanism greedy_frequency_unproven is unproven: "},
-		{func(p *SetUnionParams) { p.Alpha = -0.5 }, "alpha must be a finite number ≥ 0, or -1 for the mechanism's default, got -0.5"},
+		{func(p *SetUnionParams) { p.Alpha = setunion.Float(-0.5) }, "alpha must be a finite number ≥ 0, got -0.5"},
 		{func(p *SetUnionParams) { p.Rounds = 0 }, "rounds must be an integer from 1 to 100, got 0"},
 		{func(p *SetUnionParams) { p.Mechanism = "greedy_public" }, "mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)"},
 	} {
@@ -126,7 +127,7 @@ func TestDefaultsShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Mechanism != d.Mechanism || o.Epsilon != d.Epsilon || o.Delta != d.Delta || o.MaxItems != d.MaxItems || o.Rounds != d.Rounds || o.Alpha != nil {
+	if o.Mechanism != d.Mechanism || o.Epsilon != d.Epsilon || o.Delta != d.Delta || o.MaxItems != d.MaxItems || o.Rounds != d.Rounds || o.Alpha == nil || *o.Alpha != setunion.CutoffAlpha {
 		t.Fatalf("session defaults %+v differ from setunion.Defaults %+v", o, d)
 	}
 	for _, v := range SystemVariables() {

@@ -8,6 +8,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // Names of the session variables that give DP functions their default
@@ -24,7 +25,7 @@ const (
 )
 
 // SystemVariables returns the definitions of the dp_* variables, with the
-// defaults of setunion.Defaults (alpha: AlphaDefault) and a NotifyChanged hook
+// defaults of setunion.Defaults (alpha: setunion.CutoffAlpha) and a NotifyChanged hook
 // that refuses out-of-range values. Register them with RegisterSystemVariables
 // before any session is created.
 func SystemVariables() []sql.SystemVariable {
@@ -61,8 +62,8 @@ func SystemVariables() []sql.SystemVariable {
 		&sql.MysqlSystemVariable{
 			Name: VarAlpha, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemDoubleType(VarAlpha, -math.MaxFloat64, math.MaxFloat64),
-			Default:       d.Alpha,
-			NotifyChanged: check(VarAlpha, func(p *SetUnionParams, v any) { p.Alpha = asFloat(v) }),
+			Default:       *d.Alpha,
+			NotifyChanged: check(VarAlpha, func(p *SetUnionParams, v any) { p.Alpha = setunion.Float(asFloat(v)) }),
 		},
 		&sql.MysqlSystemVariable{
 			Name: VarRounds, Scope: both, Dynamic: true, SetVarHintApplies: true,
@@ -168,7 +169,7 @@ func SessionParams(ctx *sql.Context) SetUnionParams {
 		}
 	}
 	if v, ok := get(VarAlpha); ok {
-		p.Alpha = asFloat(v)
+		p.Alpha = setunion.Float(asFloat(v))
 	}
 	if v, ok := get(VarRounds); ok {
 		p.Rounds = asInt(v)

@@ -146,6 +146,10 @@ func refused(code int, setting string) check {
 // timedOut wants MySQL error 3024 naming limits.max_execution_time.
 func timedOut() check { return refused(3024, "limits.max_execution_time") }
 
+// outOfMemory: stopped by the memory guard, with error 1041 naming the
+// limit.
+func outOfMemory() check { return refused(1041, "limits.max_memory_bytes") }
+
 // truncated wants a single NULL value with warning 1301 (a string beyond
 // limits.max_string_bytes).
 func truncated() check {
@@ -272,7 +276,7 @@ var resourceAttacks = []resourceAttack{
 	{name: "Sum3000Terms", sql: func() string { return sumOf(3_000) }, want: anyOf(value("3000"), timedOut(), refused(1473, "limits.max_operators")), bound: resAttackExecTime + resExecSlack, once: true},
 	{name: "DeepParentheses", sql: func() string { return "SELECT " + strings.Repeat("(", 100_000) + "1" + strings.Repeat(")", 100_000) }, want: refused(1473, "limits.max_nesting"), bound: resRefuseBound},
 	{name: "Parentheses199", sql: func() string { return "SELECT " + strings.Repeat("(", 199) + "1" + strings.Repeat(")", 199) }, want: value("1"), bound: resRefuseBound},
-	{name: "Unary2000", sql: func() string { return "SELECT " + strings.Repeat("- ", 2000) + "1" }, want: anyOf(value("1"), refused(1105, "syntax"), refused(1473, "limits.max_operators")), bound: resRefuseBound},
+	{name: "Unary2000", sql: func() string { return "SELECT " + strings.Repeat("- ", 2000) + "1" }, want: anyOf(value("1"), refused(1064, "syntax"), refused(1473, "limits.max_operators")), bound: resRefuseBound},
 	// IN lists (before: 200k items planned for minutes, unstoppable).
 	{name: "InList200k", sql: func() string { return "SELECT 1 IN (" + inList(200_000) + ")" }, want: refused(1153, "limits.max_statement_bytes"), bound: resRefuseBound},
 	{name: "InList200kShort", sql: func() string { return "SELECT 1 IN (" + repeated("1", ",", 200_000) + ")" }, want: refused(1153, "limits.max_in_list"), bound: resRefuseBound},
@@ -296,25 +300,21 @@ var resourceAttacks = []resourceAttack{
 	{name: "NestedTO_BASE64Release", sql: lit("SELECT DISTINCT " + nested("TO_BASE64", 30, "note") + " AS l FROM events"), want: anyOf(timedOut(), released()), bound: resAttackExecTime + resExecSlack, once: true},
 	{name: "NestedCONCATRelease", sql: lit("SELECT DP_SET_UNION(" + strings.Repeat("CONCAT(note, ", 20) + "note" + strings.Repeat(")", 20) + ", user_id) AS r FROM events"), want: anyOf(timedOut(), released()), bound: resAttackExecTime + resExecSlack, once: true},
 	// The string limit bounds each function's result (CONCAT is sized
-	// before it is built), not what a statement holds at once: the others
-	// still end the process.
-	{name: "CONCAT60x4MB", sql: lit("SELECT LENGTH(CONCAT(" + repeated("REPEAT('a', 4000000)", ",", 60) + "))"), want: truncated(), bound: resRefuseBound, once: true},
-	{name: "Columns60x4MB", sql: lit("SELECT " + repeated("REPEAT('a', 4000000)", ",", 60)), want: refused(1153, "limits."), bound: resRefuseBound, once: true,
-		known: "a row of 60 columns of 16,000,000 bytes ended the process (measured with max_string_bytes 16 MiB; values are now " +
-			"at most 4 MiB, so 60 columns make a 240 MB row): each value is within max_string_bytes, but " +
-			"go-mysql-server's server.RowToSQL doubles a sql.ByteBuffer to 512 MiB to encode the row (fatal error: out of memory in " +
-			"sql.(*ByteBuffer).Double after 1.1–1.6 s)"},
-	{name: "GROUP_CONCATBig", sql: lit("SELECT LENGTH(GROUP_CONCAT(REPEAT('x', 4000000))) FROM pub"), want: anyOf(value("1024"), refused(1153, "limits.")), bound: resAttackExecTime + resExecSlack, once: true,
-		known: "(measured with values of 10 MB; 4 MB now, under max_string_bytes) GROUP_CONCAT of 2,000 values of 10 MB holds 0.9–1 GiB until max_execution_time=2s stops it, or ends the " +
-			"process (fatal error: out of memory after 3.3 s with max_execution_time 3s): go-mysql-server accumulates every value and applies " +
-			"group_concat_max_len (1024) at the end, and aggregates are not guarded (gmsfix.GuardFunctions leaves sql.Aggregation alone)"},
-	{name: "JSON_ARRAYAGGBig", sql: lit("SELECT LENGTH(JSON_ARRAYAGG(REPEAT('x', 4000000))) FROM pub"), want: refused(1153, "limits."), bound: resAttackExecTime + resExecSlack, once: true,
-		known: "(measured with values of 10 MB; 4 MB now, under max_string_bytes) JSON_ARRAYAGG of 2,000 values of 10 MB ends the process (fatal error: out of memory after 1.2–1.6 s) or, in " +
-			"some runs, reaches 1.1 GiB before max_execution_time=2s stops it: aggregates are not guarded"},
-	{name: "SortBigRows", sql: lit("SELECT COUNT(*) FROM (SELECT REPEAT(a.s, 5000) AS r FROM pub a, pub b ORDER BY 1) x"), want: timedOut(), bound: resAttackExecTime + resExecSlack, once: true,
-		known: "a sort of 4M rows of up to 500 KB buffers without bound: 1.2 GiB resident within 2 s, stopped by " +
-			"max_execution_time=2s in some runs and ended by fatal error: out of memory after 1.3–1.8 s in others (a statement's memory is not " +
-			"accounted; with the default max_execution_time, 10m, the process always ends)"},
+	// before it is built), not what a statement holds at once: 60 values of
+	// 4 MB are built before CONCAT sees them, and a row of 60 such columns
+	// is 240 MB. The memory guard stops them (1041) or the row is served;
+	// the process lives (before the guard: fatal error: out of memory in
+	// sql.(*ByteBuffer).Double after 1.1–1.6 s).
+	{name: "CONCAT60x4MB", sql: lit("SELECT LENGTH(CONCAT(" + repeated("REPEAT('a', 4000000)", ",", 60) + "))"), want: anyOf(truncated(), outOfMemory()), bound: resRefuseBound, once: true},
+	{name: "Columns60x4MB", sql: lit("SELECT " + repeated("REPEAT('a', 4000000)", ",", 60)), want: anyOf(refused(1153, "limits."), outOfMemory(), released()), bound: resAttackExecTime + resExecSlack, once: true},
+	// Aggregates and sorts hold what they accumulate: the memory guard
+	// (limits.max_memory_bytes; 90% of GOMEMLIMIT here) stops them with 1041
+	// while alice's release is served. Before it: GROUP_CONCAT / JSON_ARRAYAGG
+	// of 2,000 values of 10 MB and a sort of 4M rows of 500 KB held 0.9–1.2
+	// GiB or ended the process (fatal error: out of memory after 1.2–3.3 s).
+	{name: "GROUP_CONCATBig", sql: lit("SELECT LENGTH(GROUP_CONCAT(REPEAT('x', 4000000))) FROM pub"), want: anyOf(value("1024"), refused(1153, "limits."), outOfMemory()), bound: resAttackExecTime + resExecSlack, once: true},
+	{name: "JSON_ARRAYAGGBig", sql: lit("SELECT LENGTH(JSON_ARRAYAGG(REPEAT('x', 4000000))) FROM pub"), want: anyOf(refused(1153, "limits."), outOfMemory()), bound: resAttackExecTime + resExecSlack, once: true},
+	{name: "SortBigRows", sql: lit("SELECT COUNT(*) FROM (SELECT REPEAT(a.s, 5000) AS r FROM pub a, pub b ORDER BY 1) x"), want: anyOf(timedOut(), outOfMemory()), bound: resAttackExecTime + resExecSlack, once: true},
 	// LIKE (linear matcher) and regular expressions.
 	{name: "LIKEManyPercent", sql: lit("SELECT REPEAT('a', 100000) LIKE CONCAT(REPEAT('%a', 2000), 'b')"), want: value("0"), bound: resRefuseBound},
 	{name: "LIKEManyPercentPublic", sql: lit("SELECT COUNT(*) FROM pub WHERE REPEAT(s, 100) LIKE CONCAT(REPEAT('%a', 200), 'zz')"), want: value("0"), bound: resRefuseBound},
@@ -716,22 +716,35 @@ func TestResourceStatements(t *testing.T) {
 		testDisconnect(t, s, alice, admin, "SELECT COUNT(*) FROM pub a, pub b, pub c", false)
 	})
 
-	// Session state an analyst can grow: user variables of 16 MB each.
+	// Session state an analyst can grow: user variables of 4 MB each
+	// (max_string_bytes), bounded together per session by
+	// limits.max_user_variable_bytes (16 MiB). Before the bound: 72–79
+	// variables of 16 MB on one connection ended the process (fatal error:
+	// out of memory in strings.Repeat under rowexec.setUserVar, 1.2–1.3 GB
+	// in use, RLIMIT_AS 3 GiB).
 	t.Run("UserVariables", func(t *testing.T) {
-		skipKnown(t, "user variables are not bounded per session: each SET @vN = REPEAT('a', 16000000) keeps 16 MB, and on one connection the "+
-			"process ended at the 72nd–79th (fatal error: out of memory in strings.Repeat under rowexec.setUserVar, 1.2–1.3 GB in use, RLIMIT_AS 3 GiB)")
 		c := resConn(t, s.mallory)
+		refusedAt := -1
 		for i := range 120 {
-			o := attackOnce(c, fmt.Sprintf("SET @v%d = REPEAT('a', 16000000)", i), resRefuseBound)
+			o := attackOnce(c, fmt.Sprintf("SET @v%d = REPEAT('a', 4000000)", i), resRefuseBound)
 			if o.err != nil {
 				t.Logf("SET @v%d: %s", i, o)
-				if mysqlErrCode(o.err) == 0 {
-					s.settle(3 * time.Second)
-					s.requireAlive(t)
-					t.Errorf("SET @v%d: not a MySQL error: %v", i, o.err)
+				if err := outOfMemory()(o); err != nil && !strings.Contains(o.err.Error(), "limits.max_user_variable_bytes") {
+					t.Errorf("SET @v%d: want error 1041 naming limits.max_user_variable_bytes, got %v", i, o.err)
 				}
+				refusedAt = i
 				break
 			}
+		}
+		if refusedAt < 0 || refusedAt > 8 {
+			t.Errorf("user variables of 4 MB: refused at the %dth, want within the first 8 (16 MiB)", refusedAt)
+		}
+		// Freeing a variable makes room again.
+		if o := attackOnce(c, "SET @v0 = NULL", resRefuseBound); o.err != nil {
+			t.Errorf("SET @v0 = NULL: %v", o.err)
+		}
+		if o := attackOnce(c, fmt.Sprintf("SET @v%d = REPEAT('a', 4000000)", refusedAt), resRefuseBound); o.err != nil {
+			t.Errorf("after freeing @v0: %v", o.err)
 		}
 		s.requireAlive(t)
 		if _, err := alice.release(); err != nil {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
+	"github.com/dpsql/dpsql/gmsfix"
 )
 
 // Batch is the analyzer batch a rule runs in. go-mysql-server v0.20.0 runs
@@ -76,8 +77,8 @@ const (
 func Rules() []Rule {
 	return []Rule{
 		{ID: LiftSetUnionID, Name: "lift_dp_set_union", Batch: PreAnalyze, Apply: LiftSetUnion},
-		{ID: EmptyLimitZeroID, Name: "empty_limit_zero", Batch: PreAnalyze, Apply: EmptyLimitZero},
-		{ID: EnumTextID, Name: "enum_text", Batch: PreAnalyze, Apply: EnumText},
+		{ID: EmptyLimitZeroID, Name: "empty_limit_zero", Batch: PreAnalyze, Apply: gmsfix.EmptyLimitZero},
+		{ID: EnumTextID, Name: "enum_text", Batch: PreAnalyze, Apply: gmsfix.EnumText},
 	}
 }
 

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"net"
 
 	"github.com/dolthub/vitess/go/mysql"
@@ -10,8 +12,10 @@ import (
 
 // listenerFactory returns the protocol listener factory of a server: the
 // uniform authentication below, and connections kept within the limits of
-// g (handshake timeout, pending handshakes, connection counts).
-func listenerFactory(g *connGuard) gms.ProtocolListenerFunc {
+// g (handshake timeout, pending handshakes, connection counts). loginHint
+// is appended to refused logins on connections without TLS
+// (ServerConfig.LoginHint).
+func listenerFactory(g *connGuard, loginHint string) gms.ProtocolListenerFunc {
 	return func(cfg gms.Config, lc mysql.ListenerConfig, sel gms.ServerEventListener) (gms.ProtocolListener, error) {
 		if lc.Listener == nil {
 			l, err := net.Listen(lc.Protocol, lc.Address)
@@ -24,37 +28,40 @@ func listenerFactory(g *connGuard) gms.ProtocolListenerFunc {
 		lc.MaxConns = 0 // counted by g, after authentication
 		lc.Handler = closeHandler{Handler: lc.Handler, g: g}
 		if lc.AuthServer != nil {
-			lc.AuthServer = limitedAuthServer{AuthServer: uniformAuthServer{lc.AuthServer}, g: g}
+			lc.AuthServer = limitedAuthServer{AuthServer: uniformAuthServer{lc.AuthServer}, g: g, hint: loginHint}
 		}
 		return gms.MySQLProtocolListenerFactory(cfg, lc, sel)
 	}
 }
 
 // limitedAuthServer counts each authenticated connection in its guard,
-// refusing it beyond the connection limits.
+// refusing it beyond the connection limits, and explains refused logins
+// on connections without TLS with hint.
 type limitedAuthServer struct {
 	mysql.AuthServer
-	g *connGuard
+	g    *connGuard
+	hint string
 }
 
 func (s limitedAuthServer) AuthMethods() []mysql.AuthMethod {
 	methods := s.AuthServer.AuthMethods()
 	out := make([]mysql.AuthMethod, len(methods))
 	for i, m := range methods {
-		out[i] = limitedMethod{AuthMethod: m, g: s.g}
+		out[i] = limitedMethod{AuthMethod: m, g: s.g, hint: s.hint}
 	}
 	return out
 }
 
 type limitedMethod struct {
 	mysql.AuthMethod
-	g *connGuard
+	g    *connGuard
+	hint string
 }
 
 func (m limitedMethod) HandleAuthPluginData(c *mysql.Conn, user string, server, client []byte, addr net.Addr) (mysql.Getter, error) {
 	ud, err := m.AuthMethod.HandleAuthPluginData(c, user, server, client, addr)
 	if err != nil {
-		return nil, err
+		return nil, m.explain(c, user, client, err)
 	}
 	if err := m.g.authenticated(c, user); err != nil {
 		return nil, err
@@ -98,4 +105,32 @@ func (m unknownUserMethod) HandleUser(c *mysql.Conn, user string) bool {
 		}
 	}
 	return true // unknown: validation will refuse it with 1045
+}
+
+// explain rewrites a refused login (1045) in MySQL's words, "Access denied
+// for user 'u'@'host' (using password: YES)", and on a connection without
+// TLS appends the server's hint. Both depend only on what the client sent
+// and on the connection, never on whether the account exists or which
+// plugin it uses: an unknown user, a wrong password and an account that
+// needs TLS get the same message.
+func (m limitedMethod) explain(c *mysql.Conn, user string, client []byte, err error) error {
+	var se *mysql.SQLError
+	if !errors.As(err, &se) || se.Num != mysql.ERAccessDeniedError {
+		return err
+	}
+	host := "unknown"
+	if a := c.RemoteAddr(); a != nil {
+		if h, _, splitErr := net.SplitHostPort(a.String()); splitErr == nil {
+			host = h
+		}
+	}
+	password := "NO"
+	if len(client) > 0 && !(len(client) == 1 && client[0] == 0) {
+		password = "YES"
+	}
+	msg := fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", user, host, password)
+	if m.hint != "" && !c.TLSEnabled() && !c.IsUnixSocket() {
+		msg += "; " + m.hint
+	}
+	return mysql.NewSQLError(se.Num, se.State, "%s", msg)
 }

@@ -251,7 +251,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:    "SELECT @@dp_epsilon, @@dp_delta, @@dp_max_items, @@dp_mechanism, @@dp_alpha, @@dp_rounds",
-					Expected: []sql.Row{{setunion.DefaultEpsilon, setunion.DefaultDelta, int64(setunion.DefaultMaxItems), string(setunion.DefaultMechanism), -1.0, int64(setunion.DefaultRounds)}},
+					Expected: []sql.Row{{setunion.DefaultEpsilon, setunion.DefaultDelta, int64(setunion.DefaultMaxItems), string(setunion.DefaultMechanism), setunion.CutoffAlpha, int64(setunion.DefaultRounds)}},
 				},
 				{Query: "SET dp_epsilon = 0.5", Expected: []sql.Row{{}}},
 				{Query: "SET @@session.dp_mechanism = 'dp_sips', dp_rounds = 2, dp_alpha = 4, dp_max_items = 20, dp_delta = 1e-8", Expected: []sql.Row{{}}},
@@ -263,7 +263,7 @@ func setUnionScripts() []queries.ScriptTest {
 					Query:    "SELECT DP_SET_UNION(item, user_id) FROM visits",
 					Expected: []sql.Row{{js(released)}},
 				},
-				{Query: "SET dp_alpha = -1", Expected: []sql.Row{{}}},
+				{Query: "SET dp_alpha = 3", Expected: []sql.Row{{}}},
 				{
 					Query:          "SET dp_epsilon = 0",
 					ExpectedErrStr: errs("Variable 'dp_epsilon' can't be set to the value of '0': epsilon must be a finite number greater than 0, got 0", 1231, "42000"),
@@ -282,7 +282,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:          "SET dp_mechanism = 'magic'",
-					ExpectedErrStr: errs(`Variable 'dp_mechanism' can't be set to the value of 'magic': unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, policy_gaussian_l1, greedy_frequency, greedy_public, single_item, dp_sips, greedy_frequency_unproven, greedy_public_unproven`, 1231, "42000"),
+					ExpectedErrStr: errs(`Variable 'dp_mechanism' can't be set to the value of 'magic': unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, greedy_frequency, greedy_public, single_item, dp_sips (without a privacy proof, where an operator allows it: greedy_frequency_unproven, greedy_public_unproven)`, 1231, "42000"),
 				},
 				{
 					Query:          "SET dp_mechanism = 'greedy_public'",
@@ -294,7 +294,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:          "SET dp_alpha = -2",
-					ExpectedErrStr: errs("Variable 'dp_alpha' can't be set to the value of '-2': alpha must be a finite number ≥ 0, or -1 for the mechanism's default, got -2", 1231, "42000"),
+					ExpectedErrStr: errs("Variable 'dp_alpha' can't be set to the value of '-2': alpha must be a finite number ≥ 0, got -2", 1231, "42000"),
 				},
 				{
 					Query:          "SET dp_rounds = 101",
@@ -386,7 +386,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, 'mechanism=magic') FROM visits",
-					ExpectedErrStr: errs(`DP_SET_UNION: unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, policy_gaussian_l1, greedy_frequency, greedy_public, single_item, dp_sips, greedy_frequency_unproven, greedy_public_unproven`, 1210, "HY000"),
+					ExpectedErrStr: errs(`DP_SET_UNION: unknown mechanism "magic": use one of count_laplace, count_gaussian, weighted_laplace, weighted_gaussian, policy_laplace, policy_gaussian_l2, greedy_frequency, greedy_public, single_item, dp_sips (without a privacy proof, where an operator allows it: greedy_frequency_unproven, greedy_public_unproven)`, 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, 'mechanism=greedy_public') FROM visits",
@@ -398,7 +398,7 @@ func setUnionScripts() []queries.ScriptTest {
 				},
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, 'alpha=-3') FROM visits",
-					ExpectedErrStr: errs("DP_SET_UNION: alpha must be a finite number ≥ 0, or -1 for the mechanism's default, got -3", 1210, "HY000"),
+					ExpectedErrStr: errs("DP_SET_UNION: alpha must be a finite number ≥ 0, got -3", 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT DP_SET_UNION(item, user_id, item) FROM visits",

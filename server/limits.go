@@ -61,6 +61,10 @@ type Limits struct {
 	// until it is below again. 0 takes DefaultMaxMemory; negative: no
 	// bound.
 	MaxMemoryBytes int64
+	// MaxUserVariableBytes bounds the bytes a session's user variables
+	// (SET @v = …) hold together: they outlive the statement, so neither
+	// max_execution_time nor the memory guard frees them.
+	MaxUserVariableBytes int
 }
 
 // DefaultLimits are the limits of a server whose configuration sets none.
@@ -79,6 +83,7 @@ func DefaultLimits() Limits {
 		MaxConnectionsPerAccount: 64,
 		HandshakeTimeout:         10 * time.Second,
 		MaxPendingHandshakes:     64,
+		MaxUserVariableBytes:     16 << 20,
 	}
 }
 
@@ -100,6 +105,7 @@ func (l Limits) WithDefaults() Limits {
 	set(&l.MaxConnections, d.MaxConnections)
 	set(&l.MaxConnectionsPerAccount, d.MaxConnectionsPerAccount)
 	set(&l.MaxPendingHandshakes, d.MaxPendingHandshakes)
+	set(&l.MaxUserVariableBytes, d.MaxUserVariableBytes)
 	if l.AdminConnections < 0 {
 		l.AdminConnections = 0
 	} else if l.AdminConnections == 0 {
@@ -313,7 +319,7 @@ func (g *statementGuard) finish(ctx context.Context, c *mysql.Conn, err error) e
 		g.log.Errorf("dpsql: go-mysql-server caught a panic in a statement of connection %d (user %s); the statement failed, the server goes on", c.ConnectionID, c.User)
 		return errInternal()
 	}
-	return err
+	return mysqlError(err)
 }
 
 func errInternal() error {

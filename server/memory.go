@@ -21,11 +21,21 @@ import (
 // memoryGuard keeps the process alive when statements hold too much memory
 // at once, which the per-value limits do not bound (an aggregate over many
 // values, a sort of big rows, a release over a huge table): every
-// memoryPoll it measures the memory the Go runtime holds, and while that is
-// above the limit it stops the most recent statement of a governed session
-// (an analyst's), one at a time, with error 1041 naming the limit, and
-// collects the garbage before measuring again. Administrators' statements
-// are never stopped.
+// memoryPoll it measures the memory the Go runtime holds; above the limit
+// it collects the garbage and measures again, and if the process is still
+// above it stops the longest-running statement of a governed session (an
+// analyst's) with error 1041 naming the limit. It then waits for that
+// statement to end and its memory to be collected before it stops another
+// (at most memoryGrace), so that one hog costs one statement, not every
+// statement that happens to run beside it. Administrators' statements are
+// never stopped.
+//
+// Why the oldest: the Go runtime does not account memory per goroutine, so
+// the guard cannot see which statement holds it; a statement that holds
+// hundreds of MiB has been accumulating it, so it has been running longer
+// than the short statements started meanwhile (measured: GROUP_CONCAT,
+// JSON_ARRAYAGG and sorts of big rows were stopped while a concurrent
+// analyst's release was served; see integration.TestResourceAttacks).
 //
 // Memory is a shared resource, not a per-statement one: a statement may be
 // stopped because of another's memory, and a release whose scan grows with
@@ -44,10 +54,16 @@ type memoryGuard struct {
 type watched struct {
 	start  time.Time
 	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the statement ends
 }
 
-// memoryPoll is how often the guard measures the process's memory.
-const memoryPoll = 50 * time.Millisecond
+const (
+	// memoryPoll is how often the guard measures the process's memory.
+	memoryPoll = 50 * time.Millisecond
+	// memoryGrace is how long the guard waits for a stopped statement to
+	// end before it may stop another.
+	memoryGrace = 5 * time.Second
+)
 
 // errMemory is the cause of a statement stopped by the memory guard.
 var errMemory = errors.New("dpsql: statement stopped by the memory guard")
@@ -57,16 +73,20 @@ func newMemoryGuard(limit uint64, log *logrus.Logger) *memoryGuard {
 }
 
 // watch registers a governed statement; the returned function unregisters
-// it.
+// it (and must be called once, when the statement ends).
 func (m *memoryGuard) watch(cancel context.CancelCauseFunc) func() {
-	w := &watched{start: time.Now(), cancel: cancel}
+	w := &watched{start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	m.mu.Lock()
 	m.running[w] = struct{}{}
 	m.mu.Unlock()
+	var once sync.Once
 	return func() {
-		m.mu.Lock()
-		delete(m.running, w)
-		m.mu.Unlock()
+		once.Do(func() {
+			m.mu.Lock()
+			delete(m.running, w)
+			m.mu.Unlock()
+			close(w.done)
+		})
 	}
 }
 
@@ -80,25 +100,37 @@ func (m *memoryGuard) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if memoryInUse() <= m.limit {
+			continue
+		}
+		runtime.GC()
 		used := memoryInUse()
 		if used <= m.limit {
 			continue
 		}
-		if w := m.newest(); w != nil {
-			m.log.Warnf("dpsql: %d MiB in use, above limits.max_memory_bytes (%d MiB): stopping the most recent analyst statement", used>>20, m.limit>>20)
-			w.cancel(errMemory)
-			runtime.GC()
+		w := m.oldest()
+		if w == nil {
+			continue
 		}
+		m.log.Warnf("dpsql: %d MiB in use, above limits.max_memory_bytes (%d MiB): stopping the longest-running analyst statement", used>>20, m.limit>>20)
+		w.cancel(errMemory)
+		select {
+		case <-w.done:
+		case <-time.After(memoryGrace):
+		case <-ctx.Done():
+			return
+		}
+		runtime.GC()
 	}
 }
 
-// newest removes and returns the most recently started statement, or nil.
-func (m *memoryGuard) newest() *watched {
+// oldest removes and returns the longest-running statement, or nil.
+func (m *memoryGuard) oldest() *watched {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var n *watched
 	for w := range m.running {
-		if n == nil || w.start.After(n.start) {
+		if n == nil || w.start.Before(n.start) {
 			n = w
 		}
 	}

@@ -289,7 +289,7 @@ func ngramsScripts() []queries.ScriptTest {
 				},
 				{
 					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'alpha=-3')",
-					ExpectedErrStr: errs("DP_NGRAMS: alpha must be a finite number ≥ 0, or -1 / default for the rule's default, got -3", 1210, "HY000"),
+					ExpectedErrStr: errs("DP_NGRAMS: alpha must be a finite number ≥ 0, got -3", 1210, "HY000"),
 				},
 				{
 					Query:          "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'eta=1')",

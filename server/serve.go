@@ -57,6 +57,11 @@ type ServerConfig struct {
 	ConnReadTimeout time.Duration
 	// VersionComment is @@version_comment (default "dpsql").
 	VersionComment string
+	// LoginHint is appended to the message of every refused login (1045)
+	// on a connection without TLS, for every user alike: it must say
+	// nothing about any one account (for example: "accounts that use
+	// caching_sha2_password log in only over TLS").
+	LoginHint string
 }
 
 // Server is a MySQL-protocol server around an engine.
@@ -106,14 +111,14 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 		RequireSecureTransport: cfg.RequireSecureTransport,
 		// Unknown user names are refused like wrong passwords (1045);
 		// connections are kept within the limits.
-		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin)),
+		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin), cfg.LoginHint),
 		Options:                 []gms.Option{ic.Option()},
 	}
 	defaultDB := cfg.DefaultDatabaseFor
 	if defaultDB == nil {
 		defaultDB = func(string) string { return cfg.DefaultDatabase }
 	}
-	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB, e.ProcessList), nil)
+	s, err := gms.NewServer(gcfg, e, sql.NewContext, sessionBuilder(defaultDB, e.ProcessList, lim.MaxUserVariableBytes), nil)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
 	}
@@ -132,7 +137,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 // go-mysql-server v0.20.0 leaves every connection there as "unauthenticated
 // user", so that ownership checks (KILL of one's own connection, SHOW
 // PROCESSLIST of one's own) could not work.
-func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList) gms.SessionBuilder {
+func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList, maxUserVars int) gms.SessionBuilder {
 	return func(_ context.Context, conn *mysql.Conn, addr string) (sql.Session, error) {
 		client := sql.Client{Capabilities: conn.Capabilities}
 		if u, ok := conn.UserData.(sql.MysqlConnectionUser); ok {
@@ -145,7 +150,7 @@ func sessionBuilder(defaultDB func(user string) string, pl sql.ProcessList) gms.
 		if pl != nil {
 			pl.ConnectionReady(sess)
 		}
-		return sess, nil
+		return &session{BaseSession: sess, maxUserVars: maxUserVars}, nil
 	}
 }
 

@@ -13,10 +13,10 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/cmd/dpsql/internal/bench"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
-	"github.com/dpsql/dpsql/server/bench"
 	"github.com/dpsql/dpsql/server/storage"
 )
 

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime/metrics"
 	"strconv"
@@ -70,7 +69,8 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	levelMax := fs.String("level-max-items", "", "Δ_k per level, comma-separated (for example 100,50,50); missing or 0 entries use --max-items")
 	mech := fs.String("mechanism", string(d.Mechanism), "DPSU mechanism of the unigram level: count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips (3 rounds)")
 	update := fs.String("update", "", "update rule of the levels n ≥ 2: weighted_gaussian, policy_gaussian_l2 (default weighted_gaussian, Kim et al.'s choice)")
-	alpha := fs.Float64("alpha", math.NaN(), "cutoff parameter α ≥ 0 of the policies, Γ = ρ + α·σ (default 3)")
+	var alpha *float64
+	fs.Var(cli.OptionalFloat(&alpha), "alpha", "cutoff parameter `α` ≥ 0 of the policies, Γ = ρ + α·σ (default 3)")
 	eta := fs.Float64("eta", d.Eta, "η in (0, 1): levels n ≥ 2 expect about η·|S_{n−1}| spurious n-grams")
 	split := fs.String("budget-split", "uniform", "share of the Gaussian budget per level: uniform, or geometric:r (level n gets a share ∝ r^(n−1); r > 1 favours longer n-grams)")
 	output := fs.String("output", "", "write released n-grams to this file instead of stdout")
@@ -99,9 +99,7 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 			return usageError{fmt.Errorf("--update: %w", err)}
 		}
 	}
-	if !math.IsNaN(*alpha) {
-		o.Alpha = setunion.Float(*alpha)
-	}
+	o.Alpha = alpha
 	if o.BudgetSplit, err = ngrams.ParseBudgetSplit(*split); err != nil {
 		return usageError{err}
 	}
@@ -118,6 +116,7 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	cli.WarnDelta(stderr, o.Delta)
 	rng, err := cli.Rand(*seed, stderr)
 	if err != nil {
 		return usageError{err}
@@ -149,6 +148,7 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	runDone := time.Now()
+	cli.WarnDeltaUsers(stderr, o.Delta, res.Input.Users)
 
 	out := stdout
 	var f *os.File

@@ -42,6 +42,7 @@ func runParams(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	cli.WarnDelta(stderr, opts.Delta)
 	if *aggs == "" {
 		cal, err := setunion.Calibrate(opts)
 		if err != nil {

@@ -44,7 +44,7 @@ const defaultLoadDB = "data"
 func (d *dataFlags) register(fs *flag.FlagSet) {
 	fs.Var(&d.loads, "load", "load a file as a table: [DB.]TABLE[(COLUMN [TYPE], …)]=FILE; DB defaults to \""+defaultLoadDB+"\"; repeatable. Formats by name: .tsv, .csv, .jsonl/.ndjson/.json (JSON lines), .parquet; .gz allowed except for Parquet. Without a column list a TSV/CSV header row is detected, JSON lines take the first object's keys, Parquet its columns; types (BIGINT, DOUBLE, DATE, DATETIME, TEXT) are inferred")
 	fs.BoolVar(&d.noDemo, "no-demo", false, "do not create the demo database")
-	fs.BoolVar(&d.quiet, "quiet", false, "no progress or load messages on stderr")
+	fs.BoolVar(&d.quiet, "quiet", false, "no progress or load messages on stderr (nor, for query, the notice that it runs ungoverned)")
 }
 
 // provider builds the storage: the demo database unless --no-demo, and
@@ -123,7 +123,9 @@ func runQuery(args []string, stdout, stderr io.Writer) error {
 	dbName := fs.String("db", "", "current database (default: the first --load's database, else demo)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql query (-e SQL | -f FILE) [--load [DB.]TABLE=FILE …] [--format table|tsv|json] [--db NAME]")
-		fmt.Fprintln(stderr, "\nRuns SQL on the embedded engine: the demo database plus any loaded files. Example:")
+		fmt.Fprintln(stderr, "\nRuns SQL on the embedded engine, UNGOVERNED: the demo database plus any loaded files, every statement")
+		fmt.Fprintln(stderr, "as written on the raw data, with no accounts and no budget; only DP_SET_UNION and DP_NGRAMS calls are")
+		fmt.Fprintln(stderr, "differentially private (a notice on stderr says so at every run, unless --quiet). Example:")
 		fmt.Fprintln(stderr, "  dpsql query -e \"SELECT DP_SET_UNION(word, user_id) FROM demo.words\"\n\nflags:")
 		fs.PrintDefaults()
 	}
@@ -157,6 +159,9 @@ func runQuery(args []string, stdout, stderr io.Writer) error {
 		return usagef("cannot split the SQL into statements: %v", err)
 	}
 
+	if !data.quiet {
+		fmt.Fprint(stderr, ungovernedBanner)
+	}
 	p, current, err := data.provider(stderr)
 	if err != nil {
 		return err
@@ -192,6 +197,12 @@ func runQuery(args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// ungovernedBanner is what `dpsql query` prints first on stderr (unless
+// --quiet): its results are raw, unlike the governed server's.
+const ungovernedBanner = "dpsql query: UNGOVERNED — no accounts, no privacy budget: every statement runs as written on the raw data\n" +
+	"  (SELECT DISTINCT returns every value, COUNT the exact count). Only DP_SET_UNION(…) and DP_NGRAMS(…) calls are\n" +
+	"  differentially private. For private answers only, run the governed server (dpsql serve) and connect as an analyst.\n"
 
 // runStatement runs one statement and writes its result.
 func runStatement(ctx *sql.Context, e interface {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governed"
+	"github.com/dpsql/dpsql/server/ledger"
 )
 
 func init() {
@@ -41,7 +45,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
 	fs.StringVar(&f.config, "config", "", "YAML configuration of the governed server (datasets, accounts, budgets, TLS, data_dir); see examples/dpsql.yaml. Without it: the embedded demo on localhost")
 	fs.StringVar(&f.addr, "addr", "", "address to listen on, host:port (default: the configuration's listen, else "+config.DefaultListen+")")
-	fs.StringVar(&f.dataDir, "data-dir", "", "embedded demo only: directory of its privacy-budget ledger (default $XDG_STATE_HOME/dpsql/demo or ~/.local/state/dpsql/demo)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "directory of the privacy-budget ledger (embedded demo: default $XDG_STATE_HOME/dpsql/demo or ~/.local/state/dpsql/demo; with --config: instead of the file's data_dir); one server at a time")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running statements may finish before they are canceled")
 	fs.BoolVar(&f.verbose, "verbose", false, "log connections and failed queries")
 	fs.BoolVar(&f.ungoverned, "ungoverned", false, "run the local single-user server instead: no accounts, no protected tables, no budgets (with --load, --no-demo)")
@@ -87,25 +91,44 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		opts     governed.Options
 		cred     governed.Credentials
 		embedded = f.config == ""
+		served   bool // the server owns opts.Listener
 	)
 	if embedded {
-		var err error
+		// Listen before generating the demo data, so that a port in use
+		// fails at once.
+		addr := cmp.Or(f.addr, config.DefaultListen)
+		if err := governed.CheckDemoAddress(addr); err != nil {
+			return usageError{err}
+		}
+		ln, err := governed.Listen(addr)
+		if err != nil {
+			return startError(err, true, "")
+		}
+		defer func() {
+			if opts.Listener != nil && !served {
+				opts.Listener.Close()
+			}
+		}()
 		opts, cred, err = governed.Demo(governed.DemoOptions{
-			Listen:          f.addr,
+			Listen:          addr,
 			DataDir:         f.dataDir,
 			AnalystPassword: os.Getenv(governed.EnvAnalystPassword),
 			AdminPassword:   os.Getenv(governed.EnvAdminPassword),
 		})
 		if err != nil {
+			ln.Close()
 			return usageError{err}
 		}
+		opts.Listener = ln
 	} else {
-		if f.dataDir != "" {
-			return usagef("--data-dir applies to the embedded demo; with --config set data_dir in the file")
-		}
 		cfg, err := config.Load(f.config)
 		if err != nil {
 			return err
+		}
+		if f.dataDir != "" {
+			if cfg.DataDir, err = filepath.Abs(f.dataDir); err != nil {
+				return usagef("--data-dir %q: %v", f.dataDir, err)
+			}
 		}
 		if f.addr != "" {
 			if _, _, err := net.SplitHostPort(f.addr); err != nil {
@@ -118,8 +141,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	opts.Log = stderr
 	s, err := governed.New(opts)
 	if err != nil {
-		return err
+		return startError(err, embedded, f.config)
 	}
+	served = true
 	host, port, _ := net.SplitHostPort(s.Addr())
 	fmt.Fprintf(stderr, "dpsql: listening on %s (governed; started in %.1fs)\n", s.Addr(), time.Since(start).Seconds())
 	if embedded {
@@ -157,6 +181,29 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
+// startError adds to an error of a server that could not start what to do
+// about the two ways a second server on one machine fails: the address is in
+// use, or another server holds the data directory's ledger. configFile is
+// the --config file ("" for the embedded demo and --ungoverned).
+func startError(err error, embedded bool, configFile string) error {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		switch {
+		case embedded:
+			return fmt.Errorf("%w\n  to run another server beside it, give it another port and its own ledger: dpsql serve --addr 127.0.0.1:3307 --data-dir DIR", err)
+		case configFile == "":
+			return fmt.Errorf("%w\n  choose another address with --addr HOST:PORT", err)
+		}
+		return fmt.Errorf("%w\n  choose another address with --addr HOST:PORT (or listen: in %s)", err, configFile)
+	case errors.Is(err, ledger.ErrInUse):
+		if embedded {
+			return fmt.Errorf("%w\n  to run another demo server beside it, give it its own ledger and port: dpsql serve --data-dir DIR --addr 127.0.0.1:3307", err)
+		}
+		return fmt.Errorf("%w\n  to run a second server on this configuration, give it its own ledger: --data-dir DIR (or data_dir: in %s)", err, configFile)
+	}
+	return err
+}
+
 func printDemoBanner(w io.Writer, opts governed.Options, cred governed.Credentials, host, port string) {
 	fmt.Fprintf(w, "demo database: SYNTHETIC corpus; demo.posts and demo.words are protected (privacy unit user_id)\n")
 	fmt.Fprintf(w, "data directory (privacy-budget ledger): %s\n", opts.Config.DataDir)
@@ -167,7 +214,7 @@ func printDemoBanner(w io.Writer, opts governed.Options, cred governed.Credentia
 		return "from $" + env
 	}
 	fmt.Fprintf(w, "analyst account: user %s, password %s\n", cred.AnalystUser, pw(cred.AnalystPassword, cred.AnalystGenerated, governed.EnvAnalystPassword))
-	fmt.Fprintf(w, "  budget on demo: ε=%v, δ=%v in total (each release spends its dp_epsilon, dp_delta)\n", governed.DemoBudgetEpsilon, governed.DemoBudgetDelta)
+	fmt.Fprintf(w, "  budget on demo: ε=%v, δ=%v in total, composed under zCDP (SELECT * FROM DP_EXPLAIN('…') shows what a query costs)\n", governed.DemoBudgetEpsilon, governed.DemoBudgetDelta)
 	fmt.Fprintf(w, "admin account:   user %s, password %s (from this machine only)\n", cred.AdminUser, pw(cred.AdminPassword, cred.AdminGenerated, governed.EnvAdminPassword))
 	fmt.Fprintf(w, "try:  mysql -h %s -P %s -u %s -p demo -e \"SELECT DISTINCT word FROM words LIMIT 20; SELECT * FROM DP_BUDGET()\"\n", host, port, cred.AnalystUser)
 }
@@ -183,6 +230,12 @@ func runUngoverned(f serveFlags, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--addr %q: %v (write HOST:PORT, e.g. 127.0.0.1:3306)", addr, err)
 	}
+	// Listen before loading the data, so that a port in use fails at once.
+	ln, err := governed.Listen(addr)
+	if err != nil {
+		return startError(err, false, "")
+	}
+	defer ln.Close()
 	p, current, err := f.data.provider(stderr)
 	if err != nil {
 		return err
@@ -192,7 +245,7 @@ func runUngoverned(f serveFlags, stderr io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	s, err := server.NewServer(e, server.ServerConfig{Address: addr, DefaultDatabase: current})
+	s, err := server.NewServer(e, server.ServerConfig{Listener: ln, DefaultDatabase: current})
 	if err != nil {
 		return err
 	}

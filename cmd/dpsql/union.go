@@ -68,6 +68,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	cli.WarnUnproven(stderr, opts.Mechanism)
+	cli.WarnDelta(stderr, opts.Delta)
 	rng, err := mf.Rand(stderr)
 	if err != nil {
 		return usageError{err}
@@ -104,6 +105,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	groupDone := time.Now()
 	res := b.Release(rng)
 	releaseDone := time.Now()
+	cli.WarnDeltaUsers(stderr, opts.Delta, res.Stats.Users)
 
 	out := stdout
 	if *output != "" {

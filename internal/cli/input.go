@@ -18,9 +18,13 @@ type InputFlags struct {
 	UserColumn int
 	ItemColumn int
 	TextColumn int
+	// SkipHeader is set by --skip-header (or --skip-header=true): the
+	// first row is a header. Without the flag the first row is skipped
+	// when it looks like one (see header.go).
 	SkipHeader bool
 
 	textOnly bool
+	header   headerChoice
 }
 
 // Register adds --input, --format, --user-column, --item-column (unless
@@ -34,7 +38,7 @@ func (in *InputFlags) Register(fs *flag.FlagSet, textOnly bool) {
 		fs.IntVar(&in.ItemColumn, "item-column", 0, "1-based column holding the item (one of --item-column, --text-column)")
 	}
 	fs.IntVar(&in.TextColumn, "text-column", 0, "1-based column holding text; every token of a row becomes an item of its user")
-	fs.BoolVar(&in.SkipHeader, "skip-header", false, "skip the first row (a header)")
+	in.header.register(fs, &in.SkipHeader)
 }
 
 // Validate checks the flags.
@@ -99,11 +103,12 @@ func (in *InputFlags) Rows(progressW io.Writer, fn func(user, value []byte)) (in
 		if err != nil {
 			return rows.Load(), fmt.Errorf("%s: line %d: %w", in.Input, r.Line(), err)
 		}
-		if first && in.SkipHeader {
+		if first {
 			first = false
-			continue
+			if in.header.skip(in.Input, f, in.SkipHeader) {
+				continue
+			}
 		}
-		first = false
 		if len(f) < need {
 			return rows.Load(), fmt.Errorf("%s: line %d has %d column(s) but column %d is needed; check --user-column/--item-column/--text-column and --format", in.Input, r.Line(), len(f), need)
 		}

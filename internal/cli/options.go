@@ -26,7 +26,7 @@ type MechanismFlags struct {
 	Epsilon   float64
 	Delta     float64
 	MaxItems  int
-	Alpha     float64
+	Alpha     *float64 // nil: the mechanism's default
 	Rounds    int
 	Public    string
 	Seed      string
@@ -42,21 +42,59 @@ type MechanismFlags struct {
 func (m *MechanismFlags) Register(fs *flag.FlagSet, withData bool) {
 	d := setunion.Defaults()
 	m.withData = withData
-	names := make([]string, 0, len(setunion.Mechanisms()))
-	for _, k := range setunion.Mechanisms() {
-		names = append(names, string(k))
-	}
-	fs.StringVar(&m.Mechanism, "mechanism", string(d.Mechanism), "DPSU mechanism: "+strings.Join(names, ", "))
+	proven, unproven := MechanismNames()
+	fs.StringVar(&m.Mechanism, "mechanism", string(d.Mechanism), "DPSU mechanism: "+strings.Join(proven, ", ")+
+		"; without a privacy proof, only with --allow-unproven: "+strings.Join(unproven, ", "))
 	fs.Float64Var(&m.Epsilon, "epsilon", d.Epsilon, "privacy parameter ε > 0")
-	fs.Float64Var(&m.Delta, "delta", d.Delta, "privacy parameter δ in (0, 1)")
+	fs.Float64Var(&m.Delta, "delta", d.Delta, fmt.Sprintf("privacy parameter δ in (0, 1); above %g, or at least 1/users, a warning says what it allows", DeltaWarnAbove))
 	fs.IntVar(&m.MaxItems, "max-items", d.MaxItems, fmt.Sprintf("Δ0: most items kept per user (sampled uniformly); 0 chooses it privately from the data with %.0f%% of the Gaussian budget (Gaussian mechanisms; the others use %d)", 100*setunion.AutoMaxItemsShare, setunion.FixedMaxItems))
-	fs.Float64Var(&m.Alpha, "alpha", math.NaN(), "cutoff parameter α ≥ 0 of the policies and greedy mechanisms, Γ = ρ + α·scale (default 5 for policy_gaussian_l1, 3 for the others)")
+	fs.Var(OptionalFloat(&m.Alpha), "alpha", "cutoff parameter `α` ≥ 0 of the policies and greedy mechanisms, Γ = ρ + α·scale (default 3)")
 	fs.IntVar(&m.Rounds, "rounds", d.Rounds, "number of rounds R of dp_sips")
 	fs.BoolVar(&m.AllowUnproven, "allow-unproven", false, "run a mechanism that has no privacy proof (greedy_*_unproven); its output carries NO privacy guarantee")
 	if withData {
 		fs.StringVar(&m.Public, "public", "", "public frequency table for greedy_public: lines ITEM[<TAB>COUNT] (.gz allowed); must not come from the protected data")
 		fs.StringVar(&m.Seed, "seed", "", "seed the random source (tests only: the run becomes reproducible and therefore NOT private)")
 	}
+}
+
+// MechanismNames returns the names of the set-union mechanisms a batch
+// command may run: those with a privacy proof, and those without one, which
+// run only with --allow-unproven. Disabled mechanisms (policy_gaussian_l1,
+// whose proof is false) are in neither list.
+func MechanismNames() (proven, unproven []string) {
+	for _, k := range setunion.Mechanisms() {
+		switch {
+		case k.Disabled() != nil:
+		case k.Unproven() != nil:
+			unproven = append(unproven, string(k))
+		default:
+			proven = append(proven, string(k))
+		}
+	}
+	return proven, unproven
+}
+
+// OptionalFloat returns a flag.Value for *p, a float that is nil until the
+// flag is given; flag.PrintDefaults shows no default for it (the usage text
+// says what not giving it means).
+func OptionalFloat(p **float64) flag.Value { return optionalFloat{p} }
+
+type optionalFloat struct{ p **float64 }
+
+func (f optionalFloat) String() string {
+	if f.p == nil || *f.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(**f.p, 'g', -1, 64)
+}
+
+func (f optionalFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	*f.p = &v
+	return nil
 }
 
 // Options validates the flags and returns the core options, with the public
@@ -83,9 +121,7 @@ func (m *MechanismFlags) BaseOptions() (setunion.Options, error) {
 	}
 	o := setunion.Options{Mechanism: mech, Epsilon: m.Epsilon, Delta: m.Delta, MaxItems: m.MaxItems, Rounds: m.Rounds,
 		AllowUnproven: m.AllowUnproven}
-	if !math.IsNaN(m.Alpha) {
-		o.Alpha = setunion.Float(m.Alpha)
-	}
+	o.Alpha = m.Alpha
 	switch {
 	case m.Public != "" && !publicTable(mech):
 		return o, fmt.Errorf("--public is only used by --mechanism greedy_public")

@@ -36,6 +36,7 @@ import (
 
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/checks"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
@@ -145,8 +146,8 @@ func (a Accounting) LedgerAccounting() ledger.Accounting {
 }
 
 // Limits are the server's resource limits; an omitted (zero) field keeps
-// its default (README, section "Limits"). Sizes are bytes, times are Go
-// durations ("10m", "30s").
+// its default (README, section "Configuration: limits", lists them all).
+// Sizes are bytes, times are Go durations ("10m", "30s").
 type Limits struct {
 	MaxStatementBytes        int           `yaml:"max_statement_bytes"`
 	MaxStatementTokens       int           `yaml:"max_statement_tokens"`
@@ -165,6 +166,9 @@ type Limits struct {
 	// analyst statement is stopped (error 1041). 0: 70% of the machine's
 	// (or cgroup's) memory, 90% of GOMEMLIMIT when set; -1: no bound.
 	MaxMemoryBytes int64 `yaml:"max_memory_bytes"`
+	// MaxUserVariableBytes bounds what one session's user variables hold
+	// together (default 16 MiB).
+	MaxUserVariableBytes int `yaml:"max_user_variable_bytes"`
 	// ReleaseValueBytes and ReleaseRowWork bound the sealed evaluation of a
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`
@@ -551,7 +555,11 @@ func (v *validator) validate(c *Config, dir string) {
 	for i := range lv.NumField() {
 		f := lv.Field(i)
 		key, _, _ := strings.Cut(lv.Type().Field(i).Tag.Get("yaml"), ",")
-		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 {
+		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 && !(key == "max_memory_bytes" && f.Int() == -1) {
+			if key == "max_memory_bytes" {
+				v.errorf(at("limits", key), "limits.max_memory_bytes must be ≥ 0 (0 or omitted: the default) or -1 (no bound), got %v", f.Interface())
+				continue
+			}
 			v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default), got %v", key, f.Interface())
 		}
 		if f.Kind() == reflect.Float64 && (!(f.Float() >= 0) || math.IsInf(f.Float(), 0) || f.Float() >= 1 && key != "min_epsilon") {
@@ -760,16 +768,16 @@ func (v *validator) validate(c *Config, dir string) {
 				v.errorf(bp("database"), "%s: database %q has no protected table, so there is nothing to spend a budget on", what, b.Database)
 			}
 			seen[strings.ToLower(b.Database)] = true
-			if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
-				v.errorf(bp("epsilon"), "%s: epsilon must be a finite number > 0, got %v", bwhat, b.Epsilon)
+			if err := checks.Epsilon(b.Epsilon); err != nil {
+				v.errorf(bp("epsilon"), "%s: %v", bwhat, err)
 			}
 			maxBudgetDelta := c.Limits.MaxBudgetDelta
 			if maxBudgetDelta == 0 {
 				maxBudgetDelta = DefaultMaxBudgetDelta
 			}
 			switch {
-			case !(b.Delta > 0 && b.Delta < 1):
-				v.errorf(bp("delta"), "%s: delta must be > 0 and < 1 (every set-union mechanism needs δ > 0), got %v", bwhat, b.Delta)
+			case checks.Delta(b.Delta) != nil:
+				v.errorf(bp("delta"), "%s: %v (every set-union mechanism needs δ > 0)", bwhat, checks.Delta(b.Delta))
 			case b.Delta > maxBudgetDelta:
 				v.errorf(bp("delta"), "%s: delta %v is above %v: over its releases the analyst would learn values that one person holds with probability up to δ; lower it, or raise limits.max_budget_delta if you mean it", bwhat, b.Delta, maxBudgetDelta)
 			}
@@ -787,11 +795,11 @@ func (v *validator) release(p []any, what string, r *Release) {
 	if r.Epsilon == 0 && r.Delta == 0 {
 		v.errorf(p, "%s: max_release needs epsilon and/or delta", what)
 	}
-	if !(r.Epsilon >= 0) || math.IsInf(r.Epsilon, 0) {
-		v.errorf(append(p, "epsilon"), "%s: max_release epsilon must be a finite number ≥ 0 (0: no cap), got %v", what, r.Epsilon)
+	if err := checks.EpsilonOrZero(r.Epsilon); err != nil {
+		v.errorf(append(p, "epsilon"), "%s: max_release %v (0: no cap)", what, err)
 	}
-	if !(r.Delta >= 0 && r.Delta < 1) {
-		v.errorf(append(p, "delta"), "%s: max_release delta must be ≥ 0 and < 1 (0: no cap), got %v", what, r.Delta)
+	if err := checks.DeltaOrZero(r.Delta); err != nil {
+		v.errorf(append(p, "delta"), "%s: max_release %v (0: no cap)", what, err)
 	}
 }
 

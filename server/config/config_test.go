@@ -55,7 +55,8 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Errorf("admin %+v", admin)
 	}
 	alice, carol := c.Accounts.Analysts[0], c.Accounts.Analysts[1]
-	if alice.Host != "%" || alice.Password.Plugin != NativePassword || carol.Host != "%" || carol.Password.Plugin != CachingSha2Password {
+	// Both log in without TLS (the example has none configured).
+	if alice.Host != "%" || alice.Password.Plugin != NativePassword || carol.Host != "%" || carol.Password.Plugin != NativePassword {
 		t.Errorf("analysts %+v %+v", alice, carol)
 	}
 	// The example's documented passwords match its hashes.
@@ -201,9 +202,9 @@ func TestParseErrors(t *testing.T) {
 		{"privacy unit not a column", "privacy_unit: user_id", "privacy_unit: uid", `config:12: dataset demo.posts: privacy_unit "uid" is not one of its columns (user_id, text)`},
 		{"unknown column type", "type: text", "type: string", `config:11: dataset demo.posts: column "text": unknown column type "string"; use one of BIGINT, BINARY`},
 		{"varchar without length", "type: text", "type: varchar", `needs a length, for example VARCHAR(255)`},
-		{"budget epsilon zero", "epsilon: 2", "epsilon: 0", `config:28: analyst "ann", budget on "demo": epsilon must be a finite number > 0, got 0`},
-		{"budget epsilon negative", "epsilon: 2", "epsilon: -1", `epsilon must be a finite number > 0, got -1`},
-		{"budget delta zero", "delta: 1e-5", "delta: 0", `config:29: analyst "ann", budget on "demo": delta must be > 0 and < 1`},
+		{"budget epsilon zero", "epsilon: 2", "epsilon: 0", `config:28: analyst "ann", budget on "demo": epsilon must be a finite number greater than 0, got 0`},
+		{"budget epsilon negative", "epsilon: 2", "epsilon: -1", `epsilon must be a finite number greater than 0, got -1`},
+		{"budget delta zero", "delta: 1e-5", "delta: 0", `config:29: analyst "ann", budget on "demo": delta must be greater than 0 and less than 1`},
 		{"budget on unknown database", "        - database: demo\n          epsilon", "        - database: other\n          epsilon", `config:27: analyst "ann": no dataset declares database "other"`},
 		{"duplicate account", "    - user: ann", "    - user: root", `config:24: analyst "root": duplicate account (already declared as admin)`},
 		{"plaintext password", "  analysts:\n    - user: ann\n      password_hash: '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19'", "  analysts:\n    - user: ann\n      password_hash: hunter2", "config:25: analyst \"ann\": password_hash must be a hash printed by `dpsql passwd`"},
@@ -225,7 +226,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad default epsilon", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\ndefaults:\n  epsilon: -1\n", `defaults: epsilon must be a finite number greater than 0`},
 		{"no data dir", "data_dir: /var/lib/dpsql\n", "", "data_dir is required"},
 		{"tls without key", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\ntls:\n  cert: c.pem\n", "config:3: tls needs both cert and key"},
-		{"cap zero", "          delta: 1e-5\n", "          delta: 1e-5\n          max_release: {epsilon: -1}\n", "max_release epsilon must be a finite number ≥ 0 (0: no cap)"},
+		{"cap zero", "          delta: 1e-5\n", "          delta: 1e-5\n          max_release: {epsilon: -1}\n", "max_release epsilon must be a finite number ≥ 0, got -1 (0: no cap)"},
 		{"budget without protected table", "    privacy_unit: user_id", "    public: true", `database "demo" has no protected table`},
 		{"two documents", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\n---\nlisten: x\n", "more than one YAML document"},
 	} {
@@ -407,5 +408,23 @@ func TestBudgetDeltaCeiling(t *testing.T) {
 	}
 	if _, err := Parse([]byte(validConfig+"limits:\n  max_delta: 2\n"), "/etc/dpsql"); err == nil {
 		t.Fatal("limits.max_delta = 2 accepted")
+	}
+}
+
+// TestMaxMemoryUnbounded: limits.max_memory_bytes: -1 turns the memory
+// guard off, as documented; other negative values and other negative
+// limits stay refused.
+func TestMaxMemoryUnbounded(t *testing.T) {
+	c, err := Parse([]byte(validConfig+"limits:\n  max_memory_bytes: -1\n"), "/etc/dpsql")
+	if err != nil {
+		t.Fatalf("max_memory_bytes: -1: %v", err)
+	}
+	if c.Limits.MaxMemoryBytes != -1 {
+		t.Errorf("max_memory_bytes = %d, want -1", c.Limits.MaxMemoryBytes)
+	}
+	for _, bad := range []string{"max_memory_bytes: -2", "max_connections: -1"} {
+		if _, err := Parse([]byte(validConfig+"limits:\n  "+bad+"\n"), "/etc/dpsql"); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

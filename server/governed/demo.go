@@ -65,6 +65,19 @@ func DefaultDemoDataDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "dpsql", "demo"), nil
 }
 
+// CheckDemoAddress checks an address for the embedded default: host:port
+// with a loopback host.
+func CheckDemoAddress(listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("address %q: %v (write HOST:PORT, e.g. 127.0.0.1:3306)", listen, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("address %q: the embedded default serves this machine only (a loopback address such as 127.0.0.1); to serve a network, write a configuration and use --config", listen)
+	}
+	return nil
+}
+
 // Demo returns the options of the embedded default: the synthetic demo
 // database with demo.posts and demo.words protected (privacy unit
 // user_id), an analyst with a budget of (DemoBudgetEpsilon,
@@ -76,12 +89,9 @@ func Demo(o DemoOptions) (Options, Credentials, error) {
 	if listen == "" {
 		listen = config.DefaultListen
 	}
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return Options{}, Credentials{}, fmt.Errorf("address %q: %v (write HOST:PORT, e.g. 127.0.0.1:3306)", listen, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return Options{}, Credentials{}, fmt.Errorf("address %q: the embedded default serves this machine only (a loopback address such as 127.0.0.1); to serve a network, write a configuration and use --config", listen)
+	var err error
+	if err = CheckDemoAddress(listen); err != nil {
+		return Options{}, Credentials{}, err
 	}
 	dataDir := o.DataDir
 	if dataDir == "" {

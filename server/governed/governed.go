@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sqle "github.com/dolthub/go-mysql-server"
@@ -38,6 +39,7 @@ import (
 	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
@@ -98,9 +100,10 @@ type Server struct {
 }
 
 // New starts everything but accepting connections: it checks the files of
-// the configuration, opens the ledger (failing at once if another dpsql
-// holds it), applies the configured budgets, loads the datasets, builds
-// the engine and installs the accounts, and listens. Serve accepts
+// the configuration, listens (failing at once if the address is in use),
+// opens the ledger (failing at once if another dpsql holds it), applies the
+// configured budgets, loads the datasets, builds the engine and installs
+// the accounts. Serve accepts
 // connections; Shutdown stops and releases everything.
 func New(o Options) (_ *Server, err error) {
 	cfg := o.Config
@@ -115,8 +118,19 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 
-	// The ledger first: a second server on the same data directory fails
-	// before loading anything.
+	// The address first, then the ledger: a second server on the same port
+	// or the same data directory fails before loading anything.
+	ln := o.Listener
+	if ln == nil {
+		if ln, err = Listen(cfg.Listen); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				ln.Close()
+			}
+		}()
+	}
 	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout, Accounting: cfg.Accounting.LedgerAccounting()})
 	if err != nil {
 		return nil, err
@@ -259,17 +273,26 @@ func New(o Options) (_ *Server, err error) {
 	if err := governance.InstallAccounts(e.Analyzer.Catalog.MySQLDb, accounts); err != nil {
 		return nil, err
 	}
+	if cfg.TLS == nil {
+		for _, a := range accounts {
+			if a.Plugin == config.CachingSha2Password {
+				fmt.Fprintf(logw, "WARNING: account %s uses caching_sha2_password, which logs in only over TLS, and this configuration has no tls: it cannot log in "+
+					"(configure tls:, or give it a mysql_native_password hash: dpsql passwd --plugin mysql_native_password)\n", a.User)
+			}
+		}
+	}
 
 	// Network.
 	scfg := server.ServerConfig{
 		Address:            cfg.Listen,
-		Listener:           o.Listener,
+		Listener:           ln,
 		ConnReadTimeout:    cmp.Or(o.ConnReadTimeout, ConnReadTimeout),
 		DefaultDatabaseFor: func(user string) string { return defaultDB[user] },
 		Limits:             lim,
 		Governed:           func(user string) bool { return gov.Role(user) != governance.Admin },
 		IsAdmin:            func(user string) bool { return gov.Role(user) == governance.Admin },
 	}
+	scfg.LoginHint = loginHint(cfg)
 	if cfg.TLS != nil {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
 		if err != nil {
@@ -283,6 +306,39 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	return &Server{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw}, nil
+}
+
+// loginHint is what a refused login without TLS is told (for every user
+// alike, see server.ServerConfig.LoginHint): that caching_sha2_password
+// accounts need TLS, when the configuration has such accounts.
+func loginHint(cfg *config.Config) string {
+	sha2 := false
+	for _, a := range cfg.Accounts.Admins {
+		sha2 = sha2 || a.Password.Plugin == config.CachingSha2Password
+	}
+	for _, a := range cfg.Accounts.Analysts {
+		sha2 = sha2 || a.Password.Plugin == config.CachingSha2Password
+	}
+	switch {
+	case !sha2:
+		return ""
+	case cfg.TLS == nil:
+		return "note: accounts that use caching_sha2_password cannot log in to this server, which has no TLS (tls: in its configuration)"
+	}
+	return "note: accounts that use caching_sha2_password log in only over TLS (mysql --ssl, or --ssl-mode=REQUIRED with MySQL's client)"
+}
+
+// Listen listens on addr (host:port, TCP). When another program already
+// listens there, the error wraps syscall.EADDRINUSE and says so.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("cannot listen on %s: %w: another server, perhaps another dpsql, listens there", addr, syscall.EADDRINUSE)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // serverLimits converts the configuration's limits (zero fields take the
@@ -303,6 +359,7 @@ func serverLimits(l config.Limits) server.Limits {
 		HandshakeTimeout:         l.HandshakeTimeout,
 		MaxPendingHandshakes:     l.MaxPendingHandshakes,
 		MaxMemoryBytes:           l.MaxMemoryBytes,
+		MaxUserVariableBytes:     l.MaxUserVariableBytes,
 	}.WithDefaults()
 }
 
@@ -519,7 +576,7 @@ func setDefaults(d config.Defaults) error {
 		p.MaxItems = *d.MaxItems
 	}
 	if d.Alpha != nil {
-		p.Alpha = *d.Alpha
+		p.Alpha = setunion.Float(*d.Alpha)
 	}
 	if d.Rounds != nil {
 		p.Rounds = *d.Rounds
@@ -529,7 +586,7 @@ func setDefaults(d config.Defaults) error {
 		functions.VarEpsilon:   p.Epsilon,
 		functions.VarDelta:     p.Delta,
 		functions.VarMaxItems:  int64(p.MaxItems),
-		functions.VarAlpha:     p.Alpha,
+		functions.VarAlpha:     *p.Alpha,
 		functions.VarRounds:    int64(p.Rounds),
 	})
 	if err != nil {

@@ -89,6 +89,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/dpsql/dpsql/sqlext/accounting"
+	"github.com/dpsql/dpsql/sqlext/checks"
 )
 
 // FileName is the name of the ledger file inside the data directory.
@@ -523,28 +524,28 @@ func validateLimit(lim Limit) error {
 		return fmt.Errorf("ledger: a budget needs an analyst and a database (got %q, %q)", lim.Analyst, lim.Database)
 	}
 	where := fmt.Sprintf("budget of analyst %q on database %q", lim.Analyst, lim.Database)
-	if !(lim.Budget.Epsilon > 0) || math.IsInf(lim.Budget.Epsilon, 0) {
-		return fmt.Errorf("ledger: %s: epsilon must be a finite number > 0, got %v", where, lim.Budget.Epsilon)
+	if err := checks.Epsilon(lim.Budget.Epsilon); err != nil {
+		return fmt.Errorf("ledger: %s: %w", where, err)
 	}
-	if !(lim.Budget.Delta >= 0 && lim.Budget.Delta < 1) {
-		return fmt.Errorf("ledger: %s: delta must be ≥ 0 and < 1, got %v", where, lim.Budget.Delta)
+	if err := checks.DeltaOrZero(lim.Budget.Delta); err != nil {
+		return fmt.Errorf("ledger: %s: %w", where, err)
 	}
-	if !(lim.MaxRelease.Epsilon >= 0) || math.IsInf(lim.MaxRelease.Epsilon, 0) {
-		return fmt.Errorf("ledger: %s: the per-release epsilon cap must be a finite number ≥ 0 (0: no cap), got %v", where, lim.MaxRelease.Epsilon)
+	if err := checks.EpsilonOrZero(lim.MaxRelease.Epsilon); err != nil {
+		return fmt.Errorf("ledger: %s: the per-release cap's %w (0: no cap)", where, err)
 	}
-	if !(lim.MaxRelease.Delta >= 0 && lim.MaxRelease.Delta < 1) {
-		return fmt.Errorf("ledger: %s: the per-release delta cap must be ≥ 0 and < 1 (0: no cap), got %v", where, lim.MaxRelease.Delta)
+	if err := checks.DeltaOrZero(lim.MaxRelease.Delta); err != nil {
+		return fmt.Errorf("ledger: %s: the per-release cap's %w (0: no cap)", where, err)
 	}
 	return nil
 }
 
 // validateCost checks the (ε, δ) of a release.
 func validateCost(eps, delta float64) error {
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return fmt.Errorf("ledger: a release's epsilon must be a finite number > 0, got %v", eps)
+	if err := checks.Epsilon(eps); err != nil {
+		return fmt.Errorf("ledger: a release's %w", err)
 	}
-	if !(delta >= 0 && delta < 1) {
-		return fmt.Errorf("ledger: a release's delta must be ≥ 0 and < 1, got %v", delta)
+	if err := checks.DeltaOrZero(delta); err != nil {
+		return fmt.Errorf("ledger: a release's %w", err)
 	}
 	return nil
 }

@@ -1,20 +1,14 @@
 package storage
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
-
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/dpsql/dpsql/internal/progress"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
@@ -315,12 +309,7 @@ func LoadFile(name, path string, format tabfile.Format, opts LoadOptions) (*Tabl
 		}
 		var err error
 		if len(names) == 0 {
-			if format == tabfile.JSONL {
-				names, err = jsonlKeys(path)
-			} else {
-				names, err = parquetColumns(path)
-			}
-			if err != nil {
+			if names, err = tabfile.ColumnNames(path, format); err != nil {
 				return nil, LoadInfo{}, err
 			}
 		}
@@ -349,83 +338,6 @@ type namedSource struct {
 }
 
 func (n namedSource) Columns() []string { return n.names }
-
-// jsonlKeys returns the keys of the first object of a JSON-lines file (gzip
-// or not), in order.
-func jsonlKeys(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	br := bufio.NewReader(f)
-	var r io.Reader = br
-	if peek, _ := br.Peek(2); len(peek) == 2 && peek[0] == 0x1f && peek[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("%s: the first line is not a JSON object: %v; declare the columns: --load 'TABLE(key, …)=FILE'", path, err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%s: the first line is not a JSON object; JSON lines hold one object per line", path)
-	}
-	var keys []string
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("%s: line 1: %v", path, err)
-		}
-		keys = append(keys, k.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil, fmt.Errorf("%s: line 1: %v", path, err)
-		}
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%s: the first object has no keys; declare the columns: --load 'TABLE(key, …)=FILE'", path)
-	}
-	return keys, nil
-}
-
-// parquetColumns returns the flat (non-repeated) columns of a Parquet file,
-// nested names joined with dots.
-func parquetColumns(path string) (names []string, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if r := recover(); r != nil { // parquet-go panics on some malformed files
-			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, r)
-		}
-	}()
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable Parquet file: %w", path, err)
-	}
-	schema := pf.Schema()
-	for _, c := range schema.Columns() {
-		if leaf, ok := schema.Lookup(c...); ok && leaf.MaxRepetitionLevel == 0 {
-			names = append(names, strings.Join(c, "."))
-		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("%s: no flat columns to load", path)
-	}
-	return names, nil
-}
 
 // rowEquals reports whether a row's fields are the names, ignoring case
 // and surrounding space.

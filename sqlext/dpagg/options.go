@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dpsql/dpsql/sqlext/checks"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -186,11 +187,11 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 // Validate checks every parameter and returns an error naming the parameter,
 // the value given and the values allowed.
 func (o Options) Validate() error {
-	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
-		return fmt.Errorf("epsilon must be a finite number greater than 0, got %v", o.Epsilon)
+	if err := checks.Epsilon(o.Epsilon); err != nil {
+		return err
 	}
-	if !(o.Delta > 0 && o.Delta < 1) {
-		return fmt.Errorf("delta must be greater than 0 and less than 1, got %v", o.Delta)
+	if err := checks.Delta(o.Delta); err != nil {
+		return err
 	}
 	if o.MaxGroupsContributed < 1 || o.MaxGroupsContributed > setunion.MaxMaxItems {
 		return fmt.Errorf("max_groups_contributed must be an integer from 1 to %d, got %d", setunion.MaxMaxItems, o.MaxGroupsContributed)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpsql/dpsql/sqlext/checks"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -133,11 +134,11 @@ func (o Options) Validate() error {
 	if o.MaxN < 1 || o.MaxN > MaxMaxN {
 		return fmt.Errorf("max_n must be an integer from 1 to %d, got %d", MaxMaxN, o.MaxN)
 	}
-	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
-		return fmt.Errorf("epsilon must be a finite number greater than 0, got %v", o.Epsilon)
+	if err := checks.Epsilon(o.Epsilon); err != nil {
+		return err
 	}
-	if !(o.Delta > 0 && o.Delta < 1) {
-		return fmt.Errorf("delta must be greater than 0 and less than 1, got %v", o.Delta)
+	if err := checks.Delta(o.Delta); err != nil {
+		return err
 	}
 	if o.MaxItems < 0 || o.MaxItems > setunion.MaxMaxItems {
 		return fmt.Errorf("max_items must be an integer from 1 to %d (0 for the default, %d), got %d", setunion.MaxMaxItems, DefaultMaxItems, o.MaxItems)

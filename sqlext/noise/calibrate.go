@@ -3,6 +3,8 @@ package noise
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpsql/dpsql/sqlext/checks"
 )
 
 // GaussianSigma returns the noise scale σ of the analytic Gaussian mechanism
@@ -17,11 +19,11 @@ import (
 // ε (say 50) stays finite. The DPSU mechanisms call it with deltaG = δ/2: the
 // other half of δ pays for the release threshold (ALGORITHMS.md §2).
 func GaussianSigma(eps, deltaG, sens float64) (float64, error) {
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return 0, fmt.Errorf("noise: epsilon must be a finite number > 0, got %v", eps)
+	if err := checks.Epsilon(eps); err != nil {
+		return 0, fmt.Errorf("noise: %w", err)
 	}
-	if !(deltaG > 0 && deltaG < 1) {
-		return 0, fmt.Errorf("noise: delta must be in (0, 1), got %v", deltaG)
+	if err := checks.Delta(deltaG); err != nil {
+		return 0, fmt.Errorf("noise: %w", err)
 	}
 	if !(sens > 0) || math.IsInf(sens, 0) {
 		return 0, fmt.Errorf("noise: sensitivity must be a finite number > 0, got %v", sens)

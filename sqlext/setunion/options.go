@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/dpsql/dpsql/sqlext/checks"
 )
 
 // Mechanism names a DPSU mechanism; its string is the user-facing identifier.
@@ -60,11 +62,18 @@ func ParseMechanism(name string) (Mechanism, error) {
 	if slices.Contains(Mechanisms(), m) {
 		return m, nil
 	}
-	names := make([]string, 0, len(Mechanisms()))
+	var proven, unproven []string
 	for _, k := range Mechanisms() {
-		names = append(names, string(k))
+		switch {
+		case k.Disabled() != nil:
+		case k.Unproven() != nil:
+			unproven = append(unproven, string(k))
+		default:
+			proven = append(proven, string(k))
+		}
 	}
-	return "", fmt.Errorf("unknown mechanism %q: use one of %s", name, strings.Join(names, ", "))
+	return "", fmt.Errorf("unknown mechanism %q: use one of %s (without a privacy proof, where an operator allows it: %s)",
+		name, strings.Join(proven, ", "), strings.Join(unproven, ", "))
 }
 
 // Noise is the kind of noise a mechanism's release decision is based on.
@@ -112,18 +121,23 @@ func (m Mechanism) Bounded() bool {
 	return m != GreedyFrequencyUnproven && m != GreedyPublicUnproven
 }
 
-// DefaultAlpha is the cutoff parameter α of the papers' best settings: 3 for
-// the policies and the greedy mechanisms (5 for the disabled Policy Gaussian
-// ℓ1), 0 (unused) for mechanisms without a cutoff.
+// CutoffAlpha is the cutoff parameter α of the papers' best settings for
+// every usable mechanism with a cutoff (the policies and the greedy
+// mechanisms): the default of the dp_alpha variable and of --alpha.
+const CutoffAlpha = 3.0
+
+// DefaultAlpha is the cutoff parameter α of the papers' best settings:
+// CutoffAlpha for the policies and the greedy mechanisms (5 for the
+// disabled Policy Gaussian ℓ1), 0 (unused) for mechanisms without a cutoff.
 func (m Mechanism) DefaultAlpha() float64 {
 	switch m {
 	case PolicyGaussianL1:
 		return 5
 	case PolicyLaplace, PolicyGaussianL2:
-		return 3
+		return CutoffAlpha
 	}
 	if m.greedy() {
-		return 3
+		return CutoffAlpha
 	}
 	return 0
 }
@@ -316,11 +330,11 @@ func (o Options) Validate() error {
 	if err := o.Mechanism.Unproven(); err != nil && !o.AllowUnproven && !o.unsafeResearch {
 		return fmt.Errorf("%w (to run it anyway, without a privacy guarantee, an operator must enable unproven mechanisms explicitly, e.g. dpsql union --allow-unproven)", err)
 	}
-	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
-		return fmt.Errorf("epsilon must be a finite number greater than 0, got %v", o.Epsilon)
+	if err := checks.Epsilon(o.Epsilon); err != nil {
+		return err
 	}
-	if !(o.Delta > 0 && o.Delta < 1) {
-		return fmt.Errorf("delta must be greater than 0 and less than 1, got %v", o.Delta)
+	if err := checks.Delta(o.Delta); err != nil {
+		return err
 	}
 	if o.MaxItems < 0 || o.MaxItems > MaxMaxItems {
 		return fmt.Errorf("max_items must be an integer from 1 to %d, or 0 to choose it privately from the data, got %d", MaxMaxItems, o.MaxItems)

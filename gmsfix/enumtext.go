@@ -1,4 +1,4 @@
-package planner
+package gmsfix
 
 import (
 	"github.com/dolthub/go-mysql-server/sql"
