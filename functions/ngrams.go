@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -605,7 +606,23 @@ func (n *NGrams) govern(ctx *sql.Context, call *ngramsCall) (release.Request, bo
 		Delta:     call.opts.Delta,
 		Mechanism: string(call.opts.Mechanism),
 		Query:     ctx.Query(),
+		Reuse:     release.ReuseKey{Spec: ngramsSpec(ctx, call), Fresh: !SessionReuse(ctx)},
 	}, true, nil
+}
+
+// ngramsSpec is the release specification of a call for reuse: its scan's
+// Spec and the extraction's options ("" when either cannot be described:
+// not reused).
+func ngramsSpec(ctx *sql.Context, call *ngramsCall) string {
+	scan, err := ngramsScan(ctx, call)
+	if err != nil || scan.Spec() == "" {
+		return ""
+	}
+	o, err := json.Marshal(call.opts)
+	if err != nil {
+		return ""
+	}
+	return "ngrams " + scan.Spec() + " options=" + string(o)
 }
 
 // RowIter implements sql.ExecSourceRel. The first call of an instance runs
@@ -645,11 +662,16 @@ func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 	if err != nil {
 		return nil, err
 	}
+	reuse := &release.Reuse{}
 	if charged {
 		// The charge is durable before any row is read; on error nothing
-		// is read or released.
-		if err := n.cfg.Governor.Charge(ctx, rel); err != nil {
+		// is read or released. A release stored for reuse is returned
+		// instead, through the same rows (release.ChargeOrReuse).
+		if reuse, err = release.ChargeOrReuse(ctx, n.cfg.Governor, []release.Request{rel}); err != nil {
 			return nil, err
+		}
+		if reuse.Reused() {
+			return storedNgrams(reuse)
 		}
 	}
 	if err := readNgramRows(ctx, scan, ex); err != nil {
@@ -659,7 +681,30 @@ func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 	if err != nil {
 		return nil, err
 	}
+	core := release.Released{Rows: make([]release.ReleasedRow, len(res.NGrams))}
+	for i, g := range res.NGrams {
+		core.Rows[i] = release.ReleasedRow{Key: g.Text, Values: []float64{float64(g.N)}}
+	}
+	reuse.Keep(core)
 	return res.NGrams, nil
+}
+
+// storedNgrams decodes the n-grams of a reused release.
+func storedNgrams(u *release.Reuse) ([]ngrams.NGram, error) {
+	var core release.Released
+	err := core.UnmarshalBinary(u.Data)
+	out := make([]ngrams.NGram, len(core.Rows))
+	for i, r := range core.Rows {
+		if err != nil || len(r.Values) != 1 {
+			err = errors.New("wrong shape")
+			break
+		}
+		out[i] = ngrams.NGram{Text: r.Key, N: int(r.Values[0])}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("DP_NGRAMS: the stored release of audit record %d cannot be read (%v); SET dp_reuse = OFF for a new release", u.Seq, err)
+	}
+	return out, nil
 }
 
 // readNgramRows feeds every row of the scan to ex: the privacy unit and the

@@ -153,6 +153,9 @@ func TestFaultKilledMidRelease(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfgPath := writeRailsConfig(t, dir, extraAnalyst{"bob", "bob-pw", 100, 1e-3})
+	// Every release charged: the test counts charges against releases
+	// received, and repeats the same statements.
+	appendFile(t, cfgPath, "reuse: {enabled: false}\n")
 	srv := startServerProcess(t, cfgPath)
 	host, port := splitAddr(t, srv.addr)
 	rails := railsServer(nil, dir, host, port)
@@ -351,6 +354,7 @@ func startBig(t *testing.T, readTimeout time.Duration) *govServer {
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
+reuse: {enabled: false}
 datasets:
   - database: big
     table: events

@@ -257,6 +257,19 @@ func writeFile(t testing.TB, path, content string) {
 	}
 }
 
+// appendFile appends content to the file at path.
+func appendFile(t testing.TB, path, content string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // openGo opens a go-sql-driver pool for target, closed when the test ends.
 func openGo(t testing.TB, target clients.Target) *dbsql.DB {
 	t.Helper()

@@ -68,6 +68,14 @@ func startIsolation(t testing.TB, withVictim bool) string {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "people.tsv")
 	writeIsolationTable(t, data, withVictim)
+	return startIsolationAt(t, dir, data).Addr()
+}
+
+// startIsolationAt serves the isolation deployment from dir with the people
+// table in data (startIsolation's; called again on the same dir, it
+// restarts on the same ledger).
+func startIsolationAt(t testing.TB, dir, data string) *governed.Server {
+	t.Helper()
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
@@ -101,8 +109,7 @@ accounts:
         - {database: iso, epsilon: 100000, delta: 0.5}
 `, data, filepath.Join(dir, "lookup.tsv"), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
 	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
-	s := startConfig(t, dir, cfg, governed.Options{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}})
-	return s.Addr()
+	return startConfig(t, dir, cfg, governed.Options{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}})
 }
 
 // isoConn opens one analyst connection (server-side prepared statements).
@@ -177,6 +184,13 @@ func observe(t *testing.T, addr string, a attack) observation {
 	var err error
 	if o.Warnings, err = readAll(ctx, conn, "SHOW WARNINGS"); err != nil {
 		o.Warnings = [][]string{{"error: " + errText(err)}}
+	}
+	for _, w := range o.Warnings {
+		for j := range w {
+			// The time of a reused release's Note: when the deployment
+			// ran, not what it holds.
+			w[j] = noteTime.ReplaceAllString(w[j], "TIME UTC")
+		}
 	}
 	if wc, err := readAll(ctx, conn, "SELECT @@warning_count"); err == nil && len(wc) == 1 {
 		o.WarnCount = wc[0][0]
@@ -273,6 +287,30 @@ func isolationAttacks() []attack {
 	add("time/benchmark", "SELECT DISTINCT note FROM people WHERE "+victim+" AND BENCHMARK(100000000, MD5(email)) = 0")
 	add("time/like_backtracking", "SELECT DISTINCT note FROM people WHERE "+victim+" AND secret LIKE '%a%a%a%a%a%a%a%a%a%a%a%b'")
 
+	// Public lookups (IN / EXISTS over the public table lookup): the
+	// public side is read before the protected scan, the probe is sealed.
+	add("public/in_victim_filter", "SELECT DISTINCT note FROM people WHERE "+victim+" AND secret IN (SELECT k FROM lookup)")
+	add("public/in_warning_left", "SELECT DISTINCT note FROM people WHERE CONCAT(INET_ATON(email), '') IN (SELECT k FROM lookup)")
+	add("public/in_cast_warning_victim", "SELECT DISTINCT note FROM people WHERE "+victim+" AND CAST(CAST(ssn AS DATE) AS CHAR) NOT IN (SELECT k FROM lookup)")
+	add("public/in_number_cast", "SELECT DISTINCT note FROM people WHERE CAST(secret AS SIGNED) IN (SELECT LENGTH(k) FROM lookup)")
+	add("public/in_huge_value", "SELECT DISTINCT note FROM people WHERE IF("+victim+", LPAD(email, 60000, email), user_id) IN (SELECT k FROM lookup)")
+	add("public/in_error_key", "SELECT DISTINCT JSON_EXTRACT(secret, '$') FROM people WHERE "+victim+" AND note NOT IN (SELECT k FROM lookup)")
+	add("public/exists_victim", "SELECT DISTINCT note FROM people p WHERE NOT EXISTS (SELECT 1 FROM lookup l WHERE l.k = IF(p."+victim+", p.email, p.user_id))")
+	add("public/exists_warning", "SELECT DISTINCT note FROM people p WHERE EXISTS (SELECT 1 FROM lookup l WHERE l.k = CONCAT(INET_ATON(p.email), ''))")
+	add("public/state_in_public_side", "SELECT DISTINCT note FROM people WHERE user_id IN (SELECT k FROM lookup WHERE LAST_INSERT_ID(7) > 0)")
+	add("public/group_by", "SELECT note FROM people WHERE email NOT IN (SELECT k FROM lookup) AND "+victim+" GROUP BY note")
+	add("public/set_union", "SELECT DP_SET_UNION(note, user_id) FROM people WHERE CAST(ssn AS DATE) IS NULL AND note NOT IN (SELECT k FROM lookup)")
+	add("public/in_protected_refused", "SELECT DISTINCT note FROM people WHERE email IN (SELECT email FROM people WHERE "+victim+")")
+	add("public/exists_protected_refused", "SELECT DISTINCT note FROM people p WHERE EXISTS (SELECT 1 FROM people q WHERE q.user_id = p.user_id AND q."+victim+")")
+	add("public/join_victim_key", "SELECT DISTINCT l.k, p.note FROM people p JOIN lookup l ON l.k = IF(p."+victim+", p.email, 'a')")
+	add("public/join_warning", "SELECT DISTINCT l.k FROM people p JOIN lookup l ON l.k = CONCAT(INET_ATON(p.email), '')")
+	add("public/left_join_cast", "SELECT DISTINCT l.k, CAST(p.ssn AS DATE) FROM people p LEFT JOIN lookup l ON l.k = p.user_id WHERE p."+victim)
+	add("public/join_group_by", "SELECT l.k, COUNT(*) FROM people p JOIN lookup l ON l.k = LEFT(p.note, 1) WHERE p."+victim+" GROUP BY l.k")
+	add("public/join_protected_refused", "SELECT DISTINCT p.note FROM people p JOIN people q ON q.email = p.email WHERE q."+victim)
+	add("public/in_or_victim", "SELECT DISTINCT note FROM people WHERE user_id IN (SELECT k FROM lookup) OR "+victim)
+	out = append(out, attack{name: "public/prepared", stmts: []string{eps, "SET @x = NULL", "SET @y = NULL",
+		"SELECT DISTINCT note FROM people WHERE user_id = ? AND CONCAT(INET_ATON(email), '') NOT IN (SELECT k FROM lookup WHERE k <> ?)"}, args: []any{"victim", "a"}})
+
 	// Other rows and other tables from inside a release.
 	add("other/subquery", "SELECT DISTINCT note FROM people WHERE user_id IN (SELECT user_id FROM people WHERE "+victim+")")
 	add("other/rand", "SELECT DISTINCT note FROM people WHERE "+victim+" OR RAND() < 0.5")
@@ -337,6 +375,8 @@ func BenchmarkIsolationTiming(b *testing.B) {
 	for _, q := range []struct{ name, sql string }{
 		{"cheap", "SELECT DISTINCT note FROM people WHERE user_id = 'victim' AND ssn LIKE '123%'"},
 		{"costly_branch", "SELECT DISTINCT note FROM people WHERE IF(user_id = 'victim', LENGTH(" + hex + "), 0) > 0"},
+		{"public_lookup", "SELECT DISTINCT note FROM people WHERE IF(user_id = 'victim', " + hex + ", user_id) IN (SELECT k FROM lookup)"},
+		{"public_join", "SELECT DISTINCT l.k FROM people p JOIN lookup l ON l.k = IF(p.user_id = 'victim', " + hex + ", p.user_id)"},
 	} {
 		for _, d := range []struct {
 			name string

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/lookup"
 	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
@@ -60,6 +61,18 @@ func WithIndexes(ix *release.Indexes) PolicyOption {
 //     variables give the options; gov.Check refuses a release over budget
 //     before any data is read, and the node charges gov.Charge before it
 //     reads a row.
+//   - Public enrichment: a release may filter its protected rows with
+//     T.col [NOT] IN (SELECT c FROM P …) and [NOT] EXISTS (SELECT … FROM P
+//     WHERE P.c = T.col …), and join T with P (T [INNER|LEFT] JOIN P ON
+//     P.c = T.col …, P.c unique), where P is a table the governor declares
+//     public (release.PublicTables). P is read into a bounded lookup.Set
+//     before the charge and the protected scan, from public data alone; each
+//     protected row probes it once inside the sealed evaluation. Every
+//     filter and key is then a fixed function of one protected row and
+//     public data, so each user still contributes only through their own
+//     rows and the mechanism's sensitivity bound and (ε, δ) are unchanged
+//     (proof sketches in public.go and publicjoin.go). Any other subquery
+//     or join in a release is refused with 1142.
 //   - GuardProtected (post-validation) refuses, with MySQL error 1142, any
 //     plan that still reads a protected table in any other way (plain
 //     SELECT, aggregates, joins, subqueries, window functions, EXPLAIN
@@ -80,10 +93,17 @@ func PolicyRules(gov release.Governor, opts ...PolicyOption) []Rule {
 }
 
 type policy struct {
-	gov     release.Governor
-	rnd     func() *rand.Rand
-	limits  sealed.Limits
-	indexes *release.Indexes
+	gov          release.Governor
+	rnd          func() *rand.Rand
+	limits       sealed.Limits
+	lookupLimits lookup.Limits
+	indexes      *release.Indexes
+}
+
+// WithLookupLimits bounds the public side of each public lookup of a
+// release (zero fields: lookup.DefaultLimits).
+func WithLookupLimits(l lookup.Limits) PolicyOption {
+	return func(p *policy) { p.lookupLimits = l }
 }
 
 // rewrite is RewriteProtected.
@@ -341,6 +361,7 @@ type source struct {
 	table    sql.Table
 	unit     string // privacy-unit column
 	filters  []sql.Expression
+	join     *publicJoin // a join with a public table (publicjoin.go), or nil
 }
 
 // protectedSource matches Filter* over [TableAlias] over a ResolvedTable of
@@ -353,6 +374,17 @@ func (p *policy) protectedSource(n sql.Node) (source, bool) {
 		case *plan.Filter:
 			s.filters = append(s.filters, c.Expression)
 			n = c.Child
+			continue
+		case *plan.JoinNode:
+			if s.join != nil {
+				return s, false
+			}
+			t, pj, ok := p.joinSides(c)
+			if !ok {
+				return s, false
+			}
+			s.join = pj
+			n = t
 			continue
 		case *plan.TableAlias:
 			rt, ok := c.Child.(*plan.ResolvedTable)
@@ -653,7 +685,7 @@ func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
 		return aggregate{kind: dpagg.CountValues, value: x.Child}, true, nil
 	case *aggregation.CountDistinct:
 		if ch := x.Children(); len(ch) == 1 {
-			if gf, ok := ch[0].(*expression.GetField); ok && strings.EqualFold(gf.Name(), src.unit) {
+			if gf, ok := ch[0].(*expression.GetField); ok && strings.EqualFold(gf.Name(), src.unit) && !src.join.owns(gf) {
 				return aggregate{kind: dpagg.CountUnits}, true, nil
 			}
 		}
@@ -773,8 +805,25 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		b, err := bindToTable(src, tschema, e, what)
 		return release.Expr{E: b, Where: what}, err
 	}
+	if src.join != nil && src.join.err != nil {
+		return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("%v; %s", src.join.err, joinForm))
+	}
+	filters, publics, err := p.enrich(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	r.publics = publics
+	if src.join != nil {
+		jf, err := src.join.joinFilter(src, tschema)
+		if err != nil {
+			return nil, err
+		}
+		if jf != nil {
+			filters = append(filters, jf)
+		}
+	}
 	var filter release.Expr
-	for _, f := range src.filters {
+	for _, f := range filters {
 		b, err := bind(f, "WHERE clause")
 		if err != nil {
 			return nil, err
@@ -822,6 +871,13 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 	if err != nil {
 		return nil, err
 	}
+	if src.join != nil {
+		pub, err := p.joinPublic(ctx, src, src.join)
+		if err != nil {
+			return nil, err
+		}
+		r.publics = append(r.publics, pub)
+	}
 	r.scan = scan
 	r.done = &releaseResult{}
 	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
@@ -839,7 +895,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 // with which options.
 func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%s.%s|%v|", r.mode, r.db, r.name, r.options())
+	fmt.Fprintf(&b, "%d|%s.%s|%s|", r.mode, r.db, r.name, r.optionsSpec())
 	if filter.E != nil {
 		b.WriteString(filter.E.String())
 	}
@@ -860,6 +916,10 @@ func bindToTable(src source, tschema sql.Schema, e sql.Expression, what string) 
 		gf, ok := e.(*expression.GetField)
 		if !ok {
 			return e, transform.SameTree, nil
+		}
+		if src.join.owns(gf) {
+			g, err := src.join.column(src, tschema, gf)
+			return g, transform.NewTree, err
 		}
 		idx := tschema.IndexOfColName(gf.Name())
 		if idx < 0 || (gf.Table() != "" && !strings.EqualFold(gf.Table(), src.ref) && !strings.EqualFold(gf.Table(), src.name)) {

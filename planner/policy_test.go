@@ -84,7 +84,7 @@ func newPolicyEngine(t *testing.T, gov *fakeGov) *sqle.Engine {
 	return buildPolicyEngine(t, gov, true)
 }
 
-func buildPolicyEngine(t *testing.T, gov *fakeGov, rules bool) *sqle.Engine {
+func buildPolicyEngine(t *testing.T, gov release.Governor, rules bool) *sqle.Engine {
 	t.Helper()
 	b, err := storage.NewTableBuilder("visits", []storage.Column{
 		{Name: "user_id", Type: storage.BigInt},

@@ -3,11 +3,14 @@ package planner
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
@@ -53,6 +56,10 @@ type Release struct {
 	gov     release.Governor
 	rnd     func() *rand.Rand
 	indexes *release.Indexes // nil: always scan
+
+	// publics are the public sides of the release's lookups (public.go),
+	// read before anything is charged.
+	publics []*release.Public
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)
@@ -135,8 +142,10 @@ func (r *Release) options() []setunion.Options {
 	return out
 }
 
-// requests describes the node's releases for the ledger.
+// requests describes the node's releases for the ledger; they share the
+// node's reuse key.
 func (r *Release) requests(ctx *sql.Context) []release.Request {
+	key := release.ReuseKey{Spec: r.reuseSpec(), Fresh: !functions.SessionReuse(ctx)}
 	fn := "SELECT DISTINCT"
 	switch r.mode {
 	case setUnions:
@@ -146,7 +155,7 @@ func (r *Release) requests(ctx *sql.Context) []release.Request {
 		return []release.Request{{
 			Function: "GROUP BY aggregates", Database: r.db, Table: r.name,
 			Epsilon: r.aggOpts.Epsilon, Delta: r.aggOpts.Delta, Mechanism: string(r.aggPlan.Selection.Mechanism),
-			Query: ctx.Query(), Cost: cost,
+			Query: ctx.Query(), Cost: cost, Reuse: key,
 		}}
 	}
 	var out []release.Request
@@ -157,10 +166,50 @@ func (r *Release) requests(ctx *sql.Context) []release.Request {
 		out = append(out, release.Request{
 			Function: fn, Database: r.db, Table: r.name,
 			Epsilon: o.Epsilon, Delta: o.Delta, Mechanism: string(o.Mechanism), Query: ctx.Query(),
-			Cost: cost,
+			Cost: cost, Reuse: key,
 		})
 	}
 	return out
+}
+
+// optionsSpec is the canonical text of the node's set-union options (JSON:
+// a pointer field such as Alpha is written as its value, where %v would
+// write its address and make identical releases differ). Options that do
+// not encode give a text of their own, so that the release is shared with
+// no other (and charged on its own).
+func (r *Release) optionsSpec() string {
+	o, err := json.Marshal(r.options())
+	if err != nil {
+		return fmt.Sprintf("unencoded options of release %p", r)
+	}
+	return string(o)
+}
+
+// reuseSpec is the node's release specification for reuse: the mode, the
+// scan's Spec (table, filter, keys, evaluation settings) and the
+// mechanism's options in full; not the output mapping nor anything above
+// the node (ORDER BY, LIMIT, projections), which only post-process the
+// released set. "" (never reused) when a part cannot be described.
+func (r *Release) reuseSpec() string {
+	if r.scan == nil || r.scan.Spec() == "" {
+		return ""
+	}
+	var opts any
+	switch r.mode {
+	case aggregateRows:
+		opts = struct {
+			Options   dpagg.Options
+			GroupKeys int
+			Values    []int
+		}{r.aggOpts, r.groupKeys, r.aggValue}
+	default:
+		opts = r.options()
+	}
+	o, err := json.Marshal(opts)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("release mode=%d %s options=%s", r.mode, r.scan.Spec(), o)
 }
 
 // RowIter implements sql.ExecSourceRel. It charges every release of the
@@ -183,29 +232,116 @@ func (r *Release) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
 	return sql.RowsToRowIter(out...), nil
 }
 
-// run makes the release: charge, scan, release.
+// run makes the release — charge, scan, release — or takes it from a stored
+// release (release.ChargeOrReuse), and turns the released set into rows.
+// Both paths build the rows from the same core form (release.Released), so
+// a reused answer is the first one, bit for bit.
 func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
-	if r.mode == aggregateRows {
-		return r.runAggregates(ctx)
+	if err := r.fillPublic(ctx); err != nil {
+		return nil, err
 	}
+	var (
+		core release.Released
+		u    *release.Reuse
+		err  error
+	)
+	if r.mode == aggregateRows {
+		core, u, err = r.releaseAggregates(ctx)
+	} else {
+		core, u, err = r.releaseSets(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !u.Reused() {
+		u.Keep(core)
+	}
+	switch r.mode {
+	case setUnions:
+		row := make(sql.Row, len(core.Sets))
+		for i, items := range core.Sets {
+			arr := make([]any, len(items))
+			for j, s := range items {
+				arr[j] = s
+			}
+			row[i] = types.JSONDocument{Val: arr}
+		}
+		return []sql.Row{row}, nil
+	case aggregateRows:
+		return r.aggregateRows(ctx, core.Rows)
+	}
+	released := core.Sets[0] // sorted by encoded key
+	rows := make([]sql.Row, 0, len(released))
+	keys := make(sql.Row, r.scan.Keys())
+	for _, k := range released {
+		if err := decodeKey(ctx, r.scan, r.scan.Keys(), k, keys); err != nil {
+			return nil, err
+		}
+		row := make(sql.Row, len(r.out))
+		for i, ki := range r.out {
+			if ki >= 0 { // -1: a hidden column, NULL
+				row[i] = keys[ki]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// stored decodes a reused release and checks that it has the shape this
+// node releases (a different shape under the same key would be a bug).
+func (r *Release) stored(u *release.Reuse) (release.Released, error) {
+	var core release.Released
+	err := core.UnmarshalBinary(u.Data)
+	if err == nil {
+		switch r.mode {
+		case distinctRows:
+			if len(core.Sets) != 1 {
+				err = errors.New("wrong shape")
+			}
+		case setUnions:
+			if len(core.Sets) != len(r.calls) {
+				err = errors.New("wrong shape")
+			}
+		case aggregateRows:
+			for _, row := range core.Rows {
+				if len(row.Values) != len(r.aggValue) {
+					err = errors.New("wrong shape")
+				}
+			}
+		}
+	}
+	if err != nil {
+		return core, fmt.Errorf("private release: the stored release of %s (audit record %d) cannot be read (%v); SET dp_reuse = OFF for a new release", u.At.UTC().Format(time.RFC3339), u.Seq, err)
+	}
+	return core, nil
+}
+
+// releaseSets charges (or reuses) and runs the set-union releases of a
+// DISTINCT or DP_SET_UNION node: one released set per builder.
+func (r *Release) releaseSets(ctx *sql.Context) (release.Released, *release.Reuse, error) {
 	opts := r.options()
 	builders := make([]*setunion.Builder, len(opts))
 	for i, o := range opts {
 		b, err := setunion.NewBuilder(o)
 		if err != nil {
-			return nil, err
+			return release.Released{}, nil, err
 		}
 		builders[i] = b
 	}
-	if err := release.Charge(ctx, r.gov, r.requests(ctx)); err != nil {
-		return nil, err
+	u, err := release.ChargeOrReuse(ctx, r.gov, r.requests(ctx))
+	if err != nil {
+		return release.Released{}, nil, err
+	}
+	if u.Reused() {
+		core, err := r.stored(u)
+		return core, u, err
 	}
 	// A release that reads whole plain columns takes their grouped pairs
 	// from the release index (the same pairs, so the same release; see
 	// release.Indexes); the others scan.
 	indexed := r.fromIndexes(ctx, opts, builders)
 	var kbuf []byte
-	var err error
 	switch {
 	case indexed:
 	case r.mode == setUnions:
@@ -228,40 +364,17 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 		})
 	}
 	if err != nil {
-		return nil, err
+		return release.Released{}, nil, err
 	}
 	rng := r.rnd
 	if rng == nil {
 		rng = securerand.New
 	}
-	if r.mode == setUnions {
-		row := make(sql.Row, len(builders))
-		for i, b := range builders {
-			items := b.Release(rng()).Items
-			arr := make([]any, len(items))
-			for j, s := range items {
-				arr[j] = s
-			}
-			row[i] = types.JSONDocument{Val: arr}
-		}
-		return []sql.Row{row}, nil
+	core := release.Released{Sets: make([][]string, len(builders))}
+	for i, b := range builders {
+		core.Sets[i] = b.Release(rng()).Items
 	}
-	released := builders[0].Release(rng()).Items // sorted by encoded key
-	rows := make([]sql.Row, 0, len(released))
-	keys := make(sql.Row, r.scan.Keys())
-	for _, k := range released {
-		if err := decodeKey(ctx, r.scan, r.scan.Keys(), k, keys); err != nil {
-			return nil, err
-		}
-		row := make(sql.Row, len(r.out))
-		for i, ki := range r.out {
-			if ki >= 0 { // -1: a hidden column, NULL
-				row[i] = keys[ki]
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
+	return core, u, nil
 }
 
 // fromIndexes replaces the builders by builders holding the grouped pairs
@@ -269,8 +382,8 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 // one, and reports whether it did; otherwise the builders are left empty
 // for the scan.
 func (r *Release) fromIndexes(ctx *sql.Context, opts []setunion.Options, builders []*setunion.Builder) bool {
-	if r.indexes == nil || (r.mode == distinctRows && r.scan.Keys() != 1) {
-		return false
+	if r.indexes == nil || len(r.publics) > 0 || (r.mode == distinctRows && r.scan.Keys() != 1) {
+		return false // public lookups take part in the filter and keys: scan
 	}
 	view := release.DistinctView
 	if r.mode == setUnions {
@@ -316,17 +429,20 @@ func (c *unitCache) id(b *setunion.Builder, unit []byte) uint32 {
 	return c.uid
 }
 
-// runAggregates makes a release of DP aggregates: charge, scan each row's
-// group key and values into the dpagg pipeline, release, and build one row
-// per released key (the key decoded from its text, the aggregates converted
-// to the columns' types).
-func (r *Release) runAggregates(ctx *sql.Context) ([]sql.Row, error) {
+// releaseAggregates makes a release of DP aggregates: charge (or reuse),
+// scan each row's group key and values into the dpagg pipeline, release.
+func (r *Release) releaseAggregates(ctx *sql.Context) (release.Released, *release.Reuse, error) {
 	pipe, err := dpagg.New(r.aggOpts)
 	if err != nil {
-		return nil, err
+		return release.Released{}, nil, err
 	}
-	if err := release.Charge(ctx, r.gov, r.requests(ctx)); err != nil {
-		return nil, err
+	u, err := release.ChargeOrReuse(ctx, r.gov, r.requests(ctx))
+	if err != nil {
+		return release.Released{}, nil, err
+	}
+	if u.Reused() {
+		core, err := r.stored(u)
+		return core, u, err
 	}
 	enc := keyEncoder{n: r.groupKeys}
 	var kbuf []byte
@@ -359,7 +475,7 @@ func (r *Release) runAggregates(ctx *sql.Context) ([]sql.Row, error) {
 		_ = pipe.Add(row.Unit(), kbuf, vals)
 	})
 	if err != nil {
-		return nil, err
+		return release.Released{}, nil, err
 	}
 	rng := r.rnd
 	if rng == nil {
@@ -367,11 +483,21 @@ func (r *Release) runAggregates(ctx *sql.Context) ([]sql.Row, error) {
 	}
 	res, err := pipe.Release(rng())
 	if err != nil {
-		return nil, err
+		return release.Released{}, nil, err
 	}
-	rows := make([]sql.Row, 0, len(res.Rows))
+	core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
+	for i, rr := range res.Rows {
+		core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: rr.Values}
+	}
+	return core, u, nil
+}
+
+// aggregateRows builds one row per released key: the key decoded from its
+// text, the aggregates converted to the columns' types.
+func (r *Release) aggregateRows(ctx *sql.Context, released []release.ReleasedRow) ([]sql.Row, error) {
+	rows := make([]sql.Row, 0, len(released))
 	keys := make(sql.Row, r.groupKeys)
-	for _, rr := range res.Rows {
+	for _, rr := range released {
 		if err := decodeKey(ctx, r.scan, r.groupKeys, rr.Key, keys); err != nil {
 			return nil, err
 		}

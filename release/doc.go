@@ -16,8 +16,11 @@
 //  1. planning: the analyst's expressions are compiled (NewScan: the
 //     allow-list refuses what may not run, before anything is charged),
 //     and the governor's Check refuses a release over budget;
-//  2. execution: Charge records every Request of the statement durably,
-//     before any row is read;
+//  2. execution: the public sides of the release's lookups and joins
+//     (Public, package lookup) are read from tables the configuration
+//     declares public, bounded, with no protected data in reach; then
+//     Charge records every Request of the statement durably, before any
+//     protected row is read;
 //  3. Scan.Run reads the rows, evaluates them sealed, and calls the sink
 //     with each row that passes the filter; a row whose evaluation fails
 //     is skipped, as a filtered-out row;

@@ -62,6 +62,11 @@ type Request struct {
 	// (accounting.SetUnion, accounting.Ngrams, …); the zero value means
 	// accounting.Basic(Epsilon, Delta).
 	Cost accounting.Cost
+	// Reuse identifies the release for reuse (zero: not reusable); the
+	// requests of one release node share it. A Governor that keeps
+	// releases (Reuser) lets Check pass a request it could answer from a
+	// stored release, whatever the budget left.
+	Reuse ReuseKey
 }
 
 // LedgerCost returns r.Cost, or the basic cost of its (ε, δ) when unset.

@@ -31,6 +31,7 @@ type Scan struct {
 	unit     int // program index of the privacy unit
 	filter   int // program index of the filter; -1 without one
 	keys     []int
+	spec     string
 	// For the release index (Indexed): the table as the provider served
 	// it, the privacy-unit column, and per key the column it reads when
 	// it is a plain column of an indexable type ("" otherwise); plain is
@@ -87,6 +88,7 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 			return nil, ErrNotAllowed(db, name, e.Where, err)
 		}
 	}
+	s.spec = scanSpec(ctx, db, name, all, s.filter, lim)
 	table, exprs, ncols, err := project(table, all)
 	if err != nil {
 		return nil, err
@@ -156,6 +158,28 @@ func project(table sql.Table, all []Expr) (sql.Table, []sql.Expression, int, err
 		exprs[k] = ne
 	}
 	return narrowed, exprs, len(names), nil
+}
+
+// Spec returns the canonical description of what the scan reads and how:
+// the table, the privacy unit, the filter and the keys (SQL text and the
+// types of every node), the evaluation limits and the session variables
+// that change evaluation (EvalVariables). Two scans with the same Spec read
+// the same rows into the same (unit, keys) pairs, as long as the table's
+// data is the same. It is empty when an expression cannot describe itself.
+func (s *Scan) Spec() string { return s.spec }
+
+func scanSpec(ctx *sql.Context, db, name string, all []Expr, filter int, lim sealed.Limits) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scan %q.%q limits=%+v session=%s filter=%d", strings.ToLower(db), strings.ToLower(name), lim, sessionSpec(ctx), filter)
+	for _, e := range all {
+		b.WriteString(" | ")
+		t, ok := exprSpec(e.E)
+		if !ok {
+			return ""
+		}
+		b.WriteString(t)
+	}
+	return b.String()
 }
 
 // Keys returns the number of keys of the scan.

@@ -199,6 +199,15 @@ func TestNgramsGoverned(t *testing.T) {
 		wantRel.Cost = c
 	}
 	gov.mu.Lock()
+	// The reuse specification: the scan's and the options'.
+	for _, rs := range [][]release.Request{gov.checks, gov.charges} {
+		for i := range rs {
+			if spec := rs[i].Reuse.Spec; !strings.HasPrefix(spec, `ngrams scan "mydb"."notes"`) || !strings.Contains(spec, `"Eta":1e-9`) {
+				t.Errorf("reuse specification %q", spec)
+			}
+			rs[i].Reuse = release.ReuseKey{}
+		}
+	}
 	if len(gov.checks) != 1 || gov.checks[0] != wantRel {
 		t.Errorf("checks %+v, want one %+v", gov.checks, wantRel)
 	}

@@ -76,6 +76,7 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	output := fs.String("output", "", "write released n-grams to this file instead of stdout")
 	seed := fs.String("seed", "", "seed the random source (tests only: the run becomes reproducible and therefore NOT private)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	workers := fs.Int("workers", 0, "goroutines that tokenise and intern rows (default GOMAXPROCS); the output does not depend on it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql ngrams --input FILE[.gz] --user-column N --text-column N [options]")
 		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, n-grams of 1 to --max-n tokens of the")
@@ -129,7 +130,16 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	heap := startHeapSampler()
 	defer heap.stop()
 	start := time.Now()
-	if _, err := in.Rows(progress, ex.AddRow); err != nil {
+	// Rows are tokenised and interned in batches on up to --workers
+	// goroutines and added in input order (ngrams.Batch), so the seeded
+	// output does not depend on the number of workers.
+	if _, err := cli.RowsParallel(&in, progress, *workers, func() *ngrams.Batch { return new(ngrams.Batch) },
+		func(rb *cli.RowBlock, bt *ngrams.Batch) {
+			bt.Reset()
+			for i := range rb.Len() {
+				bt.AddRow(rb.Row(i))
+			}
+		}, ex.AddBatch); err != nil {
 		return err
 	}
 	readDone := time.Now()

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -122,6 +124,63 @@ func TestNgramsCommandErrors(t *testing.T) {
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("%v: wrote %q to stdout", tc.args, stdout.String())
+		}
+	}
+}
+
+// TestNgramsWorkersDeterministic: with --seed, the released n-grams and the
+// summary's counts are the same for any --workers and GOMAXPROCS, over an
+// input of several read blocks.
+func TestNgramsWorkersDeterministic(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var rows []string
+	u := 0
+	for range 30000 { // about 2 MB: several blocks
+		if r.IntN(4) == 0 {
+			u = r.IntN(2000)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "user%d\t", u)
+		for range 1 + r.IntN(12) {
+			fmt.Fprintf(&b, "w%d ", int(r.ExpFloat64()*40))
+		}
+		rows = append(rows, b.String())
+	}
+	in := writeTSV(t, rows)
+	// The summary without its timings and heap samples.
+	counts := func(stderr string) string {
+		m := lastJSON(t, stderr)
+		for _, k := range []string{"seconds", "read_seconds", "run_seconds", "peak_heap_bytes", "max_rss_bytes"} {
+			delete(m, k)
+		}
+		for _, l := range m["levels"].([]any) {
+			delete(l.(map[string]any), "seconds")
+			delete(l.(map[string]any), "peak_heap_bytes")
+		}
+		j, _ := json.Marshal(m)
+		return string(j)
+	}
+	var wantOut, wantSum string
+	for _, procs := range []int{1, 2} {
+		for _, workers := range []string{"1", "2", "5"} {
+			prev := runtime.GOMAXPROCS(procs)
+			code, out, errOut := runCmd(t, "ngrams", "--input", in, "--user-column", "1", "--text-column", "2",
+				"--epsilon", "4", "--seed", "7", "--quiet", "--workers", workers)
+			runtime.GOMAXPROCS(prev)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			sum := counts(errOut)
+			if wantOut == "" {
+				wantOut, wantSum = out, sum
+				if n := strings.Count(out, "\n2\t"); n < 5 {
+					t.Fatalf("only %d bigrams released:\n%s", n, out)
+				}
+				continue
+			}
+			if out != wantOut || sum != wantSum {
+				t.Fatalf("GOMAXPROCS %d, --workers %s: output differs\n%s\n%s", procs, workers, sum, wantSum)
+			}
 		}
 	}
 }

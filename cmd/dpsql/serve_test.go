@@ -163,7 +163,9 @@ func TestLedgerKilledMidRelease(t *testing.T) {
 				return
 			}
 			defer conn.Close()
-			if _, err := conn.ExecContext(context.Background(), "SET dp_epsilon = 0.01"); err != nil {
+			// dp_reuse = OFF: every statement a new, charged release (the
+			// same statement would otherwise be answered from the first).
+			if _, err := conn.ExecContext(context.Background(), "SET dp_epsilon = 0.01, dp_reuse = OFF"); err != nil {
 				mu.Lock()
 				endErrs = append(endErrs, err)
 				mu.Unlock()

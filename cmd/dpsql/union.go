@@ -49,6 +49,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	mf.Register(fs, true)
 	output := fs.String("output", "", "write released items to this file instead of stdout")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	workers := fs.Int("workers", 0, "goroutines that tokenise and intern rows (default GOMAXPROCS); the output does not depend on it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql union --input FILE[.gz] --user-column N (--item-column N | --text-column N) [options]")
 		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input: one per line")
@@ -83,20 +84,35 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
-	var add func(user, value []byte)
+	// Rows are tokenised and interned in batches on up to --workers
+	// goroutines and added in input order (setunion.Batch), so the seeded
+	// output does not depend on the number of workers.
+	var fill func(*cli.RowBlock, *setunion.Batch)
 	if in.Text() {
-		var sc tokenize.Scanner
-		add = func(user, text []byte) {
-			u, ok := b.UserID(user)
-			if !ok {
-				return
+		fill = func(rb *cli.RowBlock, bt *setunion.Batch) {
+			var sc tokenize.Scanner
+			for i := range rb.Len() {
+				user, text := rb.Row(i)
+				u, ok := bt.UserID(user)
+				if !ok {
+					continue
+				}
+				sc.Each(text, func(tok []byte) { bt.AddID(u, tok) })
 			}
-			sc.Each(text, func(tok []byte) { b.AddID(u, tok) })
 		}
 	} else {
-		add = b.AddBytes
+		fill = func(rb *cli.RowBlock, bt *setunion.Batch) {
+			for i := range rb.Len() {
+				bt.AddBytes(rb.Row(i))
+			}
+		}
 	}
-	rows, err := in.Rows(progress, add)
+	rows, err := cli.RowsParallel(&in, progress, *workers, func() *setunion.Batch { return new(setunion.Batch) },
+		func(rb *cli.RowBlock, bt *setunion.Batch) {
+			bt.Reset()
+			fill(rb, bt)
+			bt.Group()
+		}, b.AddBatch)
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,20 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+	"github.com/dpsql/dpsql/sqlext/tokenize"
 )
 
 // runCmd runs the dpsql command line in-process.
@@ -229,5 +236,88 @@ func TestUnionUnprovenWarns(t *testing.T) {
 	code, _, errOut = runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2", "--mechanism", "greedy_frequency")
 	if code != 0 || strings.Contains(errOut, "WARNING") {
 		t.Errorf("the proven greedy_frequency: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestUnionWorkersDeterministic: with --seed, the released items and the
+// summary (timings aside) are the same for any --workers and GOMAXPROCS, and
+// the same as adding every pair to one builder in input order.
+func TestUnionWorkersDeterministic(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var b strings.Builder
+	u := 0
+	for range 40000 { // about 2.5 MB: ten blocks
+		if r.IntN(5) == 0 {
+			u = r.IntN(3000)
+		}
+		fmt.Fprintf(&b, "user%d\t", u)
+		for range 1 + r.IntN(15) {
+			fmt.Fprintf(&b, "Word%d ", int(r.ExpFloat64()*300))
+		}
+		b.WriteString("\n")
+	}
+	in := filepath.Join(t.TempDir(), "words.tsv")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	strip := func(summary map[string]any) string {
+		for _, k := range []string{"seconds", "read_seconds", "group_seconds", "release_seconds", "pairs_per_second"} {
+			delete(summary, k)
+		}
+		j, _ := json.Marshal(summary)
+		return string(j)
+	}
+	for _, mech := range []string{"dp_sips", "policy_gaussian_l2"} {
+		var wantOut, wantSum string
+		for _, procs := range []int{1, 2} {
+			for _, workers := range []string{"1", "2", "5"} {
+				prev := runtime.GOMAXPROCS(procs)
+				code, out, errOut := runCmd(t, "union", "--input", in, "--user-column", "1", "--text-column", "2",
+					"--epsilon", "3", "--delta", "1e-6", "--mechanism", mech, "--seed", "11", "--quiet", "--workers", workers)
+				runtime.GOMAXPROCS(prev)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, errOut)
+				}
+				sum := strip(lastJSON(t, errOut))
+				if wantOut == "" {
+					wantOut, wantSum = out, sum
+					if len(strings.Fields(out)) < 10 {
+						t.Fatalf("%s: only %d items released", mech, len(strings.Fields(out)))
+					}
+					continue
+				}
+				if out != wantOut || sum != wantSum {
+					t.Fatalf("%s, GOMAXPROCS %d, --workers %s: output differs\n%s\n%s", mech, procs, workers, sum, wantSum)
+				}
+			}
+		}
+		// One builder, pairs in input order.
+		var mf cli.MechanismFlags
+		fs := flag.NewFlagSet("union", flag.ContinueOnError)
+		mf.Register(fs, true)
+		if err := fs.Parse([]string{"--epsilon", "3", "--delta", "1e-6", "--mechanism", mech}); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := mf.Options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bu, err := setunion.NewBuilder(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sc tokenize.Scanner
+		fin := cli.InputFlags{Input: in, UserColumn: 1, TextColumn: 2}
+		if _, err := fin.Rows(nil, func(user, text []byte) {
+			if id, ok := bu.UserID(user); ok {
+				sc.Each(text, func(tok []byte) { bu.AddID(id, tok) })
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		res := bu.Release(securerand.NewSeeded(11))
+		if got := strings.Join(res.Items, "\n") + "\n"; got != wantOut {
+			t.Fatalf("%s: one builder released %d items, the command %d", mech, len(res.Items), len(strings.Fields(wantOut)))
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression/function/json"
 
 	"github.com/dpsql/dpsql/gmsfix"
+	"github.com/dpsql/dpsql/release/lookup"
 )
 
 // Entry documents one line of the allow-list: the SQL spellings it admits,
@@ -188,6 +189,15 @@ func init() {
 		rule{constArgs: []int{0}}, typeOf[*function.Extract](), typeOf[*function.TimestampDiff]())
 	allow(noted(op("Date and time", "DATE_FORMAT", "TIME_FORMAT", "STR_TO_DATE"), "the format must be a constant"),
 		rule{constArgs: []int{1}}, typeOf[*function.DateFormat](), typeOf[*function.TimeFormat](), typeOf[*function.StrToDate]())
+
+	// Public data (the planner makes these of subqueries over tables the
+	// configuration declares public).
+	allow(noted(op("Public data", "IN (SELECT … FROM public)", "EXISTS (SELECT … FROM public …)"),
+		"over tables the configuration declares public; read before the protected table, bounded; one hash lookup per row"),
+		rule{}, typeOf[*lookup.In]())
+	allow(noted(op("Public data", "JOIN public ON public.c = …"),
+		"the public table's join column must be unique among the rows it reads; one hash lookup per row"),
+		rule{}, typeOf[*lookup.Get]())
 
 	// JSON.
 	allow(noted(op("JSON", "JSON_EXTRACT", "->", "JSON_UNQUOTE", "->>", "JSON_VALID", "JSON_TYPE", "JSON_LENGTH", "JSON_QUOTE"),

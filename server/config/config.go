@@ -66,6 +66,9 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 	// Accounting is how releases are charged to budgets.
 	Accounting Accounting `yaml:"accounting"`
+	// Reuse configures release reuse: an identical release request within
+	// the window is answered again from the stored result at no charge.
+	Reuse Reuse `yaml:"reuse"`
 	// AllowUnprovenMechanisms lets releases use the mechanisms without a
 	// privacy proof (greedy_frequency_unproven, greedy_public_unproven),
 	// refused otherwise. Leave it off unless you know why you need them.
@@ -145,6 +148,55 @@ func (a Accounting) LedgerAccounting() ledger.Accounting {
 	return ledger.Accounting{Method: m, ThresholdShare: a.ThresholdShare}
 }
 
+// Reuse configures release reuse. An identical release request (same
+// release specification, options, data version and scope) within Window of
+// the original is answered with the stored released result, at no charge
+// and marked as reused; reuse is post-processing of a release already made,
+// so it costs no privacy (package governance, type Reuse).
+type Reuse struct {
+	// Enabled turns reuse on or off (omitted: DefaultReuseEnabled).
+	Enabled *bool `yaml:"enabled"`
+	// Window is how long a release may be reused, a Go duration such as
+	// "24h" (omitted or 0: DefaultReuseWindow).
+	Window time.Duration `yaml:"window"`
+	// Scope is "analyst" (the default: an analyst reuses only their own
+	// releases) or "database" (any analyst with a budget on the database
+	// reuses any other's: the analysts of the database pool their
+	// releases, so each one's guarantee is the sum of their budgets).
+	Scope string `yaml:"scope"`
+}
+
+// Defaults of the reuse section.
+const (
+	DefaultReuseEnabled = true
+	DefaultReuseWindow  = 24 * time.Hour
+	DefaultReuseScope   = "analyst"
+)
+
+// On reports whether reuse is enabled.
+func (r Reuse) On() bool {
+	if r.Enabled == nil {
+		return DefaultReuseEnabled
+	}
+	return *r.Enabled
+}
+
+// EffectiveWindow returns the window, DefaultReuseWindow when unset.
+func (r Reuse) EffectiveWindow() time.Duration {
+	if r.Window <= 0 {
+		return DefaultReuseWindow
+	}
+	return r.Window
+}
+
+// EffectiveScope returns the scope, DefaultReuseScope when unset.
+func (r Reuse) EffectiveScope() string {
+	if r.Scope == "" {
+		return DefaultReuseScope
+	}
+	return r.Scope
+}
+
 // Limits are the server's resource limits; an omitted (zero) field keeps
 // its default (README, section "Configuration: limits", lists them all).
 // Sizes are bytes, times are Go durations ("10m", "30s").
@@ -178,6 +230,11 @@ type Limits struct {
 	// a whole column take instead of scanning; release.Indexes). 0: 512
 	// MiB; -1: no index, every release scans.
 	ReleaseIndexBytes int64 `yaml:"release_index_bytes"`
+	// PublicLookupRows and PublicLookupBytes bound the public side of each
+	// public lookup or join of a release (lookup.DefaultLimits: 1,048,576
+	// rows, 64 MiB).
+	PublicLookupRows  int `yaml:"public_lookup_rows"`
+	PublicLookupBytes int `yaml:"public_lookup_bytes"`
 	// MinEpsilon, MinDelta and MaxDelta bound every release's ε and δ
 	// (governance.DefaultBounds: 0.001, 1e-15, 1e-5); MaxBudgetDelta bounds
 	// the δ of a budget (default 1e-4).
@@ -431,7 +488,7 @@ func decodeError(name string, err error) error {
 var configTypes = map[string]reflect.Type{}
 
 func init() {
-	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}} {
+	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}, Reuse{}} {
 		t := reflect.TypeOf(v)
 		configTypes[t.String()] = t
 	}
@@ -548,6 +605,17 @@ func (v *validator) validate(c *Config, dir string) {
 	}
 	if s := c.Accounting.ThresholdShare; s != 0 && !(s > 0 && s < 1) {
 		v.errorf(at("accounting", "threshold_share"), "accounting.threshold_share must be in (0, 1) (0 or omitted: %v), got %v", accounting.DefaultThresholdShare, s)
+	}
+
+	// reuse
+	switch strings.ToLower(c.Reuse.Scope) {
+	case "", "analyst", "database":
+		c.Reuse.Scope = strings.ToLower(c.Reuse.Scope)
+	default:
+		v.errorf(at("reuse", "scope"), "reuse.scope must be analyst (an analyst reuses only their own releases; the default) or database (any analyst with a budget on the database reuses the others' releases), got %q", c.Reuse.Scope)
+	}
+	if c.Reuse.Window < 0 {
+		v.errorf(at("reuse", "window"), "reuse.window must be a duration ≥ 0 such as 24h (0 or omitted: %v), got %v", DefaultReuseWindow, c.Reuse.Window)
 	}
 
 	// limits

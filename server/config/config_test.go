@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dolthub/vitess/go/mysql"
 
@@ -182,6 +183,16 @@ func TestParseValid(t *testing.T) {
 	if lim := c.LedgerLimits(); len(lim) != 1 || lim[0].MaxRelease != (ledger.Amount{}) {
 		t.Errorf("limits %+v", lim)
 	}
+	if r := c.Reuse; !r.On() || r.EffectiveWindow() != 24*time.Hour || r.EffectiveScope() != "analyst" {
+		t.Errorf("reuse defaults: %v %v %v", r.On(), r.EffectiveWindow(), r.EffectiveScope())
+	}
+	c, err = Parse([]byte(strings.Replace(validConfig, "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\nreuse: {enabled: false, window: 90m, scope: DATABASE}\n", 1)), "/etc/dpsql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Reuse; r.On() || r.EffectiveWindow() != 90*time.Minute || r.EffectiveScope() != "database" {
+		t.Errorf("reuse: %v %v %v", r.On(), r.EffectiveWindow(), r.EffectiveScope())
+	}
 }
 
 // TestParseErrors changes the valid configuration one way at a time and
@@ -229,6 +240,10 @@ func TestParseErrors(t *testing.T) {
 		{"cap zero", "          delta: 1e-5\n", "          delta: 1e-5\n          max_release: {epsilon: -1}\n", "max_release epsilon must be a finite number ≥ 0, got -1 (0: no cap)"},
 		{"budget without protected table", "    privacy_unit: user_id", "    public: true", `database "demo" has no protected table`},
 		{"two documents", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\n---\nlisten: x\n", "more than one YAML document"},
+		{"reuse scope", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\nreuse:\n  scope: everyone\n", `config:4: reuse.scope must be analyst`},
+		{"reuse window", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\nreuse: {window: -1h}\n", `config:3: reuse.window must be a duration ≥ 0`},
+		{"reuse window type", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\nreuse: {window: often}\n", `config:3: cannot unmarshal`},
+		{"reuse unknown key", "data_dir: /var/lib/dpsql\n", "data_dir: /var/lib/dpsql\nreuse: {enable: true}\n", `unknown key "enable" (allowed here: enabled, window, scope)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !strings.Contains(validConfig, c.old) {

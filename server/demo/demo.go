@@ -33,6 +33,12 @@ import (
 // DatabaseName is the name of the demo database.
 const DatabaseName = "demo"
 
+// Version identifies what Generate produces: bump it whenever a change
+// makes Generate's output for a configuration differ, so that a governed
+// server does not reuse releases made over the former demo data (it is
+// the demo tables' load source, see server/governed).
+const Version = 1
+
 // Config sizes the corpus. The zero value means the defaults.
 type Config struct {
 	// Users is the number of users (default 20,000).

@@ -181,7 +181,10 @@ func (g *Governor) BudgetRows(ctx *sql.Context) ([]sql.Row, error) {
 
 // Preview implements release.Previewer: per database the statement reads,
 // the budget, what the releases would charge, what would be left, how many
-// more times the statement would fit, or why it would be refused now.
+// more times the statement would fit, or why it would be refused now. A
+// release that would be answered from a stored one (release reuse) is
+// named as such and charged nothing; that decision depends on no protected
+// row (see reuse.go), so saying it in advance reveals nothing more.
 func (g *Governor) Preview(ctx *sql.Context, reqs []release.Request) ([]explain.Fact, error) {
 	if !g.Governed(ctx) {
 		return []explain.Fact{explain.F("charge", "none", "administrators are not charged")}, nil
@@ -189,9 +192,18 @@ func (g *Governor) Preview(ctx *sql.Context, reqs []release.Request) ([]explain.
 	var dbs []string
 	costs := map[string][]accounting.Cost{}
 	var facts []explain.Fact
+	reused := 0
+	stored := map[string]bool{} // databases with a release that would be stored for reuse
 	for _, r := range reqs {
 		if err := g.bounds.check(r); err != nil {
 			facts = append(facts, explain.F("refused", err.Error(), "the server refuses this release whatever the budget"))
+			continue
+		}
+		if s, ok := g.storedFor(ctx, r); ok {
+			reused++
+			facts = append(facts, explain.F(r.Database+".reused",
+				fmt.Sprintf("the release of %s UTC (audit record %d)", s.Time.UTC().Format("2006-01-02 15:04:05.000000"), s.Charges[0].Seq),
+				"an identical release made earlier would be returned again at no charge (SET dp_reuse = OFF asks for a new one)"))
 			continue
 		}
 		key := strings.ToLower(r.Database)
@@ -199,6 +211,12 @@ func (g *Governor) Preview(ctx *sql.Context, reqs []release.Request) ([]explain.
 			dbs = append(dbs, r.Database)
 		}
 		costs[key] = append(costs[key], r.LedgerCost())
+		if g.reuseKey(ctx, []release.Request{r}) != nil {
+			stored[key] = true
+		}
+	}
+	if reused > 0 && len(dbs) == 0 && reused == len(reqs) {
+		facts = append(facts, explain.F("charge", "none", "every release of the statement would be answered from a stored one"))
 	}
 	user := User(ctx)
 	for _, db := range dbs {
@@ -228,6 +246,10 @@ func (g *Governor) Preview(ctx *sql.Context, reqs []release.Request) ([]explain.
 			facts = append(facts,
 				explain.F(pre+"remaining_after", fmt.Sprintf("ε=%s δ=%s", explain.Number(a.Remaining.Epsilon), explain.Number(a.Remaining.Delta)), "left after this statement"),
 				explain.F(pre+"repeats_after", p.Repeats, "how many more times the same statement would fit after this one"))
+		}
+		if stored[strings.ToLower(db)] {
+			facts = append(facts, explain.F(pre+"reuse_window", g.reuse.Window.String(),
+				"the same release asked again within this time is returned from the stored one at no charge (repeats_after counts new releases)"))
 		}
 	}
 	return facts, nil

@@ -5,9 +5,15 @@
 //     protected (and by which privacy-unit column), which sessions are
 //     governed (every account but the configured administrators), and the
 //     budget checks and charges of their releases through package ledger;
+//   - release reuse (Reuse, Governor.ChargeOrReuse): an identical release
+//     request within a window is answered from the release stored in the
+//     ledger, at no charge — post-processing of a release already made;
+//     identity is decided from the release's specification, the scope, the
+//     table's configuration and its load generation, never from the data;
 //   - BudgetFunction, the DP_BUDGET() table function that shows an analyst
 //     their spent and remaining (ε, δ) per database (administrators: every
-//     analyst's);
+//     analyst's), and AuditFunction, DP_AUDIT(), the ledger's audit records
+//     (analysts: their own; administrators: all), charges and reuses;
 //   - Rules, analyzer rules that keep analysts from changing global system
 //     variables, from setting dp_epsilon/dp_delta above their per-release
 //     caps, from killing other users' connections and from watching other
@@ -67,12 +73,25 @@ type ProtectedTable struct {
 	// PrivacyUnit is the column identifying the person whose rows are
 	// protected together.
 	PrivacyUnit string
+	// Source describes where the table's rows come from, for its load
+	// generation (ledger.LoadGeneration): the dataset's configuration and
+	// the file's identity, never its content. Empty: unknown, every start
+	// is a new generation (so no release is reused across restarts).
+	Source string
 }
+
+// PublicTable names a table the configuration declares public.
+type PublicTable struct{ Database, Table string }
 
 // Options configure New.
 type Options struct {
 	// Protected lists the protected tables.
 	Protected []ProtectedTable
+	// Public lists the tables the configuration declares public: the only
+	// tables that may enrich a private release (IN / EXISTS subqueries,
+	// release.PublicTables). A table both protected and public is
+	// protected.
+	Public []PublicTable
 	// Admins and Analysts are user names (MySQL account names without the
 	// host: the configuration gives each name one role).
 	Admins, Analysts []string
@@ -80,6 +99,8 @@ type Options struct {
 	Ledger *ledger.Ledger
 	// Bounds bound every release's ε and δ (zero fields: DefaultBounds).
 	Bounds Bounds
+	// Reuse configures release reuse (the zero value: off).
+	Reuse Reuse
 }
 
 // Bounds are the range a governed release's (ε, δ) must lie in, whatever
@@ -130,9 +151,12 @@ func (b Bounds) check(r release.Request) error {
 // concurrent use.
 type Governor struct {
 	protected map[string]string // lower(db) + "\x00" + lower(table) -> privacy unit
+	public    map[string]bool   // same keys: declared public
 	roles     map[string]Role
 	ledger    *ledger.Ledger
 	bounds    Bounds
+	reuse     Reuse
+	versions  map[string]string // tableKey -> "generation N, privacy unit C"
 	closing   atomic.Bool
 
 	mu sync.Mutex
@@ -141,7 +165,10 @@ type Governor struct {
 	inflight sync.WaitGroup
 }
 
-var _ release.Governor = (*Governor)(nil)
+var (
+	_ release.Governor     = (*Governor)(nil)
+	_ release.PublicTables = (*Governor)(nil)
+)
 
 // New returns a governor. Every analyst should have budgets in the ledger;
 // one without a budget on a database is refused there with a message
@@ -150,12 +177,33 @@ func New(o Options) (*Governor, error) {
 	if o.Ledger == nil {
 		return nil, errors.New("governance: a governor needs a ledger")
 	}
-	g := &Governor{protected: map[string]string{}, roles: map[string]Role{}, ledger: o.Ledger, bounds: o.Bounds.withDefaults()}
+	g := &Governor{protected: map[string]string{}, roles: map[string]Role{}, ledger: o.Ledger, bounds: o.Bounds.withDefaults(),
+		reuse: o.Reuse, versions: map[string]string{}}
+	if err := o.Reuse.validate(); err != nil {
+		return nil, err
+	}
 	for _, t := range o.Protected {
 		if t.Database == "" || t.Table == "" || t.PrivacyUnit == "" {
 			return nil, fmt.Errorf("governance: protected table %q.%q needs a database, a table and a privacy unit", t.Database, t.Table)
 		}
 		g.protected[tableKey(t.Database, t.Table)] = t.PrivacyUnit
+		source := ""
+		if t.Source != "" {
+			// The protection is part of the version: a new privacy unit
+			// is a new generation.
+			source = "privacy unit " + strings.ToLower(t.PrivacyUnit) + "; " + t.Source
+		}
+		gen, err := o.Ledger.LoadGeneration(t.Database, t.Table, source)
+		if err != nil {
+			return nil, fmt.Errorf("governance: load generation of %s.%s: %w", t.Database, t.Table, err)
+		}
+		g.versions[tableKey(t.Database, t.Table)] = fmt.Sprintf("generation %d, privacy unit %s", gen, strings.ToLower(t.PrivacyUnit))
+	}
+	g.public = map[string]bool{}
+	for _, t := range o.Public {
+		if k := tableKey(t.Database, t.Table); g.protected[k] == "" {
+			g.public[k] = true
+		}
 	}
 	for _, u := range o.Admins {
 		g.roles[u] = Admin
@@ -178,6 +226,14 @@ func (g *Governor) Ledger() *ledger.Ledger { return g.ledger }
 func (g *Governor) PrivacyUnit(database, table string) (string, bool) {
 	c, ok := g.protected[tableKey(database, table)]
 	return c, ok
+}
+
+// Public implements release.PublicTables: whether the configuration
+// declares database.table public. Tables are fixed at start (the column
+// store is read-only: no CREATE TABLE, INSERT or DROP at run time), so a
+// declared name always denotes the table loaded from the configuration.
+func (g *Governor) Public(database, table string) bool {
+	return g.public[tableKey(database, table)]
 }
 
 // User returns the user name of ctx's session ("" without a session).
@@ -215,6 +271,9 @@ func (g *Governor) Check(ctx *sql.Context, r release.Request) error {
 	if err := g.bounds.check(r); err != nil {
 		return err
 	}
+	if g.reusable(ctx, r) {
+		return nil // answered from a stored release, whatever the budget left
+	}
 	if err := g.ledger.CheckCost(User(ctx), r.Database, r.LedgerCost()); err != nil {
 		return chargeError(err)
 	}
@@ -228,30 +287,53 @@ func (g *Governor) Charge(ctx *sql.Context, r release.Request) error {
 	if !g.Governed(ctx) {
 		return nil
 	}
+	_, err := g.charge(ctx, r)
+	return err
+}
+
+// charge records r for a governed session and returns its receipt.
+func (g *Governor) charge(ctx *sql.Context, r release.Request) (ledger.Receipt, error) {
 	if err := g.bounds.check(r); err != nil {
-		return err
+		return ledger.Receipt{}, err
 	}
+	done, err := g.enter()
+	if err != nil {
+		return ledger.Receipt{}, err
+	}
+	defer done()
+	rec, err := g.ledger.ChargeCost(background(ctx), User(ctx), r.Database, r.LedgerCost(), meta(ctx, r))
+	if err != nil {
+		return ledger.Receipt{}, chargeError(err)
+	}
+	return rec, nil
+}
+
+// enter registers a write to the ledger that Close must wait for; it fails
+// once the server is shutting down.
+func (g *Governor) enter() (done func(), err error) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.closing.Load() {
-		g.mu.Unlock()
-		return errShutdown()
+		return nil, errShutdown()
 	}
 	g.inflight.Add(1)
-	g.mu.Unlock()
-	defer g.inflight.Done()
+	return g.inflight.Done, nil
+}
 
-	var c context.Context = context.Background()
+func background(ctx *sql.Context) context.Context {
 	if ctx != nil {
-		c = ctx
+		return ctx
 	}
-	meta := ledger.Meta{Description: describe(r), Mechanism: r.Mechanism}
+	return context.Background()
+}
+
+// meta is the audit description of r in ctx's session.
+func meta(ctx *sql.Context, r release.Request) ledger.Meta {
+	m := ledger.Meta{Description: describe(r), Mechanism: r.Mechanism, Function: r.Function, Table: r.Table}
 	if ctx != nil && ctx.Session != nil {
-		meta.Connection = ctx.Session.ID()
+		m.Connection = ctx.Session.ID()
 	}
-	if _, err := g.ledger.ChargeCost(c, User(ctx), r.Database, r.LedgerCost(), meta); err != nil {
-		return chargeError(err)
-	}
-	return nil
+	return m
 }
 
 // describe is the audit description of a release: what was released over

@@ -141,8 +141,8 @@ func Demo(o DemoOptions) (Options, Credentials, error) {
 		Config:    cfg,
 		Databases: []*storage.Database{db},
 		Protected: []governance.ProtectedTable{
-			{Database: demo.DatabaseName, Table: "posts", PrivacyUnit: "user_id"},
-			{Database: demo.DatabaseName, Table: "words", PrivacyUnit: "user_id"},
+			{Database: demo.DatabaseName, Table: "posts", PrivacyUnit: "user_id", Source: demoSource()},
+			{Database: demo.DatabaseName, Table: "words", PrivacyUnit: "user_id", Source: demoSource()},
 		},
 	}, cred, nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/release/lookup"
 	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
@@ -154,17 +155,31 @@ func New(o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	protected := slices.Clone(o.Protected)
+	var public []governance.PublicTable
 	for _, d := range cfg.Datasets {
+		var source string
+		if d.Protected() {
+			// Before the file is read (see datasetSource).
+			if source, err = datasetSource(d); err != nil {
+				return nil, err
+			}
+		}
 		if err := loadDataset(p, d, logw); err != nil {
 			return nil, err
 		}
 		if d.Protected() {
-			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit})
+			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit, Source: source})
+		} else if d.Public {
+			public = append(public, governance.PublicTable{Database: d.Database, Table: d.Table})
 		}
 	}
 	for _, db := range o.Databases {
 		if err := p.AddDatabase(db); err != nil {
 			return nil, err
+		}
+		// Every table of theirs not protected is public (Options).
+		for _, t := range db.Tables() {
+			public = append(public, governance.PublicTable{Database: db.Name(), Table: t.Name()})
 		}
 	}
 	// Governance.
@@ -175,8 +190,9 @@ func New(o Options) (_ *Server, err error) {
 	for _, a := range cfg.Accounts.Analysts {
 		analysts = append(analysts, a.User)
 	}
-	gov, err := governance.New(governance.Options{Protected: protected, Admins: admins, Analysts: analysts, Ledger: l,
-		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta}})
+	gov, err := governance.New(governance.Options{Protected: protected, Public: public, Admins: admins, Analysts: analysts, Ledger: l,
+		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta},
+		Reuse:  governance.Reuse{Enabled: cfg.Reuse.On(), Window: cfg.Reuse.EffectiveWindow(), Scope: governance.Scope(cfg.Reuse.EffectiveScope())}})
 	if err != nil {
 		return nil, err
 	}
@@ -185,14 +201,17 @@ func New(o Options) (_ *Server, err error) {
 			return nil, err
 		}
 	}
-	if err := p.RegisterTableFunction(governance.BudgetFunction(gov)); err != nil {
+	if err := p.RegisterTableFunction(governance.BudgetFunction(gov), governance.AuditFunction(gov)); err != nil {
 		return nil, err
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
 	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	lim := serverLimits(cfg.Limits)
-	popts := []planner.PolicyOption{planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork})}
+	popts := []planner.PolicyOption{
+		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
+		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
+	}
 	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {
 		if n == 0 {
 			n = release.DefaultIndexBytes

@@ -106,6 +106,9 @@ tls:
   key: server.key
   require: %s
 data_dir: data
+# The tests count charges, so identical releases are made and charged
+# again (release reuse is tested in integration/reuse_test.go).
+reuse: {enabled: false}
 accounting:
   method: %s
 defaults:

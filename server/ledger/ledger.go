@@ -57,7 +57,8 @@
 // Charge checks and records a release in one bbolt read-write transaction,
 // committed with fdatasync before it returns; the audit record (time,
 // analyst, database, ε, δ, description) is written in the same transaction,
-// so the spent totals always equal the sum of the audit records. A process
+// so the spent totals always equal the sum of the audit records of charges
+// (the records of reused releases, Record.Reused, charge nothing). A process
 // killed at any point leaves either the whole charge or none of it. The
 // server must call Charge before it touches the data of a release and send
 // nothing if Charge fails; a crash between the charge and the release then
@@ -65,6 +66,15 @@
 //
 // bbolt locks the ledger file exclusively (flock), so a second dpsql process
 // on the same data directory fails to open it after Options.LockTimeout.
+//
+// # Release reuse and load generations
+//
+// The ledger also keeps the released results of recent releases (Keep,
+// Reuse) so that an identical request within a window is answered again at
+// no charge, and the load generation of every protected table
+// (LoadGeneration), which is part of what makes two requests identical.
+// Why reuse costs no privacy, and why a generation must never depend on the
+// data's content, is argued in reuse.go.
 package ledger
 
 import (
@@ -104,8 +114,11 @@ const DefaultLockTimeout = 2 * time.Second
 // full text is kept alongside.
 const MaxDescription = 1024
 
-// formatVersion is the layout version stored in the meta bucket.
-const formatVersion = 1
+// formatVersion is the layout version stored in the meta bucket. Format 2
+// added the buckets of release reuse and load generations (reuse.go) and
+// audit records of reused releases, which format-1 readers would count as
+// charges; Open upgrades a format-1 ledger in place.
+const formatVersion = 2
 
 var (
 	bucketMeta     = []byte("meta")
@@ -191,6 +204,9 @@ type Meta struct {
 	Mechanism string
 	// Connection is the MySQL connection id, if any.
 	Connection uint32
+	// Function and Table say what was released (SELECT DISTINCT,
+	// DP_SET_UNION, … over database.Table), if known.
+	Function, Table string
 }
 
 // Record is one audit record: a charge as it was committed.
@@ -207,6 +223,15 @@ type Record struct {
 	DescriptionSHA256 string `json:"description_sha256,omitempty"`
 	Mechanism         string `json:"mechanism,omitempty"`
 	Connection        uint32 `json:"connection,omitempty"`
+	// Function and Table are those of Meta (empty in records written
+	// before format 2).
+	Function string `json:"function,omitempty"`
+	Table    string `json:"table,omitempty"`
+	// Reused marks the record of a release answered again from the
+	// stored result of the release recorded under ReusedSeq (Reuse): it
+	// charged nothing, and Epsilon and Delta are the stored release's.
+	Reused    bool   `json:"reused,omitempty"`
+	ReusedSeq uint64 `json:"reused_seq,omitempty"`
 	// Rho and ThresholdFail are the release's zCDP cost, when it was
 	// charged under ZCDP.
 	Rho           float64 `json:"rho,omitempty"`
@@ -217,6 +242,8 @@ type Record struct {
 type Receipt struct {
 	// Seq is the audit sequence number of the charge (increasing).
 	Seq uint64
+	// Time is the time stamped on its audit record.
+	Time time.Time
 	// Balance is the account after the charge.
 	Balance Balance
 }
@@ -358,11 +385,18 @@ func Open(dir string, o Options) (*Ledger, error) {
 			return err
 		}
 		if v := meta.Get(keyVersion); v != nil {
-			if n, _ := strconv.Atoi(string(v)); n != formatVersion {
-				return fmt.Errorf("ledger format %q is not supported by this dpsql (it reads format %d); use the dpsql version that wrote it", v, formatVersion)
+			n, _ := strconv.Atoi(string(v))
+			if n < 1 || n > formatVersion {
+				return fmt.Errorf("ledger format %q is not supported by this dpsql (it reads formats 1 to %d); use the dpsql version that wrote it", v, formatVersion)
 			}
-		} else if err := meta.Put(keyVersion, []byte(strconv.Itoa(formatVersion))); err != nil {
+		}
+		if err := meta.Put(keyVersion, []byte(strconv.Itoa(formatVersion))); err != nil {
 			return err
+		}
+		for _, name := range [][]byte{bucketReuse, bucketReuseTime, bucketGenerations} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.CreateBucketIfNotExists(bucketAccounts); err != nil {
 			return err
@@ -604,6 +638,7 @@ func (l *Ledger) ChargeCost(ctx context.Context, analyst, database string, c acc
 			Record: Record{
 				Seq: seq, Time: now, Analyst: analyst, Database: a.Database,
 				Epsilon: eps, Delta: delta, Mechanism: meta.Mechanism, Connection: meta.Connection,
+				Function: meta.Function, Table: meta.Table,
 			},
 			EpsExact: exact(eps).RatString(), DeltaExact: exact(delta).RatString(),
 		}
@@ -622,7 +657,7 @@ func (l *Ledger) ChargeCost(ctx context.Context, analyst, database string, c acc
 			return err
 		}
 		st.spentEps, st.spentDelta = d.eps, d.delta
-		rec = Receipt{Seq: seq, Balance: l.balance(a, st)}
+		rec = Receipt{Seq: seq, Time: now, Balance: l.balance(a, st)}
 		return nil
 	})
 	if err != nil {
@@ -889,6 +924,9 @@ func (l *Ledger) Verify() error {
 			var r storedRecord
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("corrupt audit record %x: %w", k, err)
+			}
+			if r.Reused {
+				return nil // charged nothing
 			}
 			key := r.Analyst + "\x00" + strings.ToLower(r.Database)
 			s := got[key]

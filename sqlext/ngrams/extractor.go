@@ -63,17 +63,17 @@ type Extractor struct {
 	sc   tokenize.Scanner
 	emit func(tok []byte)
 
-	userIdx   map[string]uint32
-	userNames []string
-	tokIdx    map[string]uint32
-	tokText   []byte   // token t is tokText[tokOff[t]:tokOff[t+1]]
-	tokOff    []uint32 // len = distinct tokens + 1
-	tokens    []uint32 // the tokens of all stored rows, row after row
-	rowEnd    []uint32 // row r is tokens[rowEnd[r−1]:rowEnd[r]] (rowEnd[−1] = 0)
-	rowUser   []uint32
-	rows      int64
-	err       error
-	ran       bool
+	users   setunion.Interner // privacy units with at least one token
+	toks    setunion.Interner // distinct tokens
+	tokens  []uint32          // the tokens of all stored rows, row after row
+	rowEnd  []uint32          // row r is tokens[rowEnd[r−1]:rowEnd[r]] (rowEnd[−1] = 0)
+	rowUser []uint32
+	rows    int64
+	err     error
+	ran     bool
+
+	// batchUsers and batchToks map a Batch's ids to the extractor's.
+	batchUsers, batchToks []uint32
 }
 
 // New validates o and returns an empty extractor.
@@ -82,14 +82,11 @@ func New(o Options) (*Extractor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Extractor{
-		opts:    o,
-		plan:    plan,
-		userIdx: make(map[string]uint32),
-		tokIdx:  make(map[string]uint32),
-		tokOff:  []uint32{0},
+	e := &Extractor{opts: o, plan: plan}
+	e.emit = func(tok []byte) {
+		t, _ := e.toks.ID(tok)
+		e.tokens = append(e.tokens, t)
 	}
-	e.emit = func(tok []byte) { e.tokens = append(e.tokens, e.token(tok)) }
 	return e, nil
 }
 
@@ -117,35 +114,26 @@ func (e *Extractor) AddRow(user, text []byte) {
 	if len(e.tokens) == start {
 		return
 	}
-	if len(e.tokens) > maxTokens || len(e.tokText) > maxTokens {
-		e.err = fmt.Errorf("the input has more than %d tokens; n-gram extraction runs on one machine up to that size", maxTokens)
-		e.tokens = nil
+	if e.tooMany() {
 		return
 	}
-	u, ok := e.userIdx[string(user)]
-	if !ok {
-		u = uint32(len(e.userNames))
-		name := string(user)
-		e.userIdx[name] = u
-		e.userNames = append(e.userNames, name)
-	}
+	u, _ := e.users.ID(user)
 	e.rowEnd = append(e.rowEnd, uint32(len(e.tokens)))
 	e.rowUser = append(e.rowUser, u)
 }
 
-// token interns tok.
-func (e *Extractor) token(tok []byte) uint32 {
-	if t, ok := e.tokIdx[string(tok)]; ok {
-		return t
+// tooMany sets the error and drops the tokens once there are more than
+// maxTokens.
+func (e *Extractor) tooMany() bool {
+	if len(e.tokens) <= maxTokens {
+		return false
 	}
-	t := uint32(len(e.tokOff) - 1)
-	e.tokIdx[string(tok)] = t
-	e.tokText = append(e.tokText, tok...)
-	e.tokOff = append(e.tokOff, uint32(len(e.tokText)))
-	return t
+	e.err = fmt.Errorf("the input has more than %d tokens; n-gram extraction runs on one machine up to that size", maxTokens)
+	e.tokens = nil
+	return true
 }
 
-func (e *Extractor) tokenBytes(t uint32) []byte { return e.tokText[e.tokOff[t]:e.tokOff[t+1]] }
+func (e *Extractor) tokenBytes(t uint32) []byte { return e.toks.Bytes(t) }
 
 // InputStats describe the input. They are exact, hence operator-only: for
 // whoever runs a batch job on data they hold, never for an analyst.
@@ -162,7 +150,7 @@ type InputStats struct {
 
 // Stats returns the statistics of the rows added so far.
 func (e *Extractor) Stats() InputStats {
-	return InputStats{Rows: e.rows, Users: len(e.userNames), Tokens: int64(len(e.tokens)), DistinctTokens: len(e.tokOff) - 1}
+	return InputStats{Rows: e.rows, Users: e.users.Len(), Tokens: int64(len(e.tokens)), DistinctTokens: e.toks.Len()}
 }
 
 // NGram is one released n-gram: its tokens joined by single spaces, and n.
@@ -233,7 +221,7 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 	res := Result{Input: e.Stats()}
 
 	start := time.Now()
-	s1, st, err := e.level1(rng, c)
+	s1, st, err := e.level1(ctx, rng, c)
 	if err != nil {
 		return Result{}, err
 	}
@@ -247,7 +235,7 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 
 	// cur[p] is the id in S_{k−1} of the (k−1)-gram starting at token p, or −1.
 	cur := make([]int32, len(c.tokens))
-	s1id := make([]int32, len(e.tokOff)-1)
+	s1id := make([]int32, e.toks.Len())
 	for i := range s1id {
 		s1id[i] = -1
 	}
@@ -311,15 +299,15 @@ func (c *corpus) rowsOf(u uint32) []uint32 { return c.byUser[c.userStart[u]:c.us
 
 // corpus groups the stored rows by user (a counting sort).
 func (e *Extractor) corpus() *corpus {
-	c := &corpus{tokens: e.tokens, rowEnd: e.rowEnd, names: e.userNames}
-	c.userStart = make([]uint32, len(e.userNames)+1)
+	c := &corpus{tokens: e.tokens, rowEnd: e.rowEnd, names: e.users.Strings()}
+	c.userStart = make([]uint32, len(c.names)+1)
 	for _, u := range e.rowUser {
 		c.userStart[u+1]++
 	}
-	for u := range e.userNames {
+	for u := range c.names {
 		c.userStart[u+1] += c.userStart[u]
 	}
-	fill := slices.Clone(c.userStart[:len(e.userNames)])
+	fill := slices.Clone(c.userStart[:len(c.names)])
 	c.byUser = make([]uint32, len(e.rowUser))
 	for r, u := range e.rowUser {
 		c.byUser[fill[u]] = uint32(r)
@@ -330,7 +318,7 @@ func (e *Extractor) corpus() *corpus {
 }
 
 // level1 releases unigrams with the DPSU mechanism of the plan.
-func (e *Extractor) level1(rng *rand.Rand, c *corpus) (*gramSet, LevelStats, error) {
+func (e *Extractor) level1(ctx context.Context, rng *rand.Rand, c *corpus) (*gramSet, LevelStats, error) {
 	lp := e.plan.Levels[0]
 	st := LevelStats{N: 1, Rule: lp.Rule, Sigma: lp.Sigma, Rho: lp.Rho, Gamma: lp.Gamma, MaxItems: lp.MaxItems}
 	b, err := setunion.NewCalibratedBuilder(e.plan.level1)
@@ -351,10 +339,13 @@ func (e *Extractor) level1(rng *rand.Rand, c *corpus) (*gramSet, LevelStats, err
 			b.AddID(id, e.tokenBytes(t))
 		}
 	}
-	res := b.Release(rng)
+	res, err := b.ReleaseContext(ctx, rng)
+	if err != nil {
+		return nil, st, err
+	}
 	s := &gramSet{k: 1, last: make([]uint32, len(res.Items))}
 	for i, item := range res.Items {
-		s.last[i] = e.tokIdx[item]
+		s.last[i], _ = e.toks.Lookup([]byte(item))
 	}
 	st.Candidates = res.Stats.DistinctItems
 	st.Pairs = res.Stats.Pairs

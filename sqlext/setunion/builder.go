@@ -1,11 +1,15 @@
 package setunion
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/dchest/siphash"
 
@@ -19,22 +23,33 @@ import (
 // unit are dropped silently: a count of dropped rows would itself leak.
 //
 // Memory is proportional to the number of distinct (user, item) pairs plus the
-// distinct users and items: each user's list is compacted (sorted and
-// deduplicated) whenever it has doubled since the last compaction.
+// distinct users and items: each user's list is compacted (its new entries
+// sorted once and merged into the sorted, deduplicated rest) whenever it has
+// doubled since the last compaction.
 //
-// A Builder is not safe for concurrent use. Release may be called once.
+// Users and items get dense ids in the order of their first occurrence
+// (Interner); the release consumes randomness in that order, so a seeded
+// release is a function of the sequence of pairs added, whether they arrive
+// one by one or in batches (AddBatch).
+//
+// A Builder is not safe for concurrent use. Release (or ReleaseContext) may
+// be called once.
 type Builder struct {
 	opts Options
 	cal  Calibration
 
-	userIdx   map[string]uint32
-	userNames []string
-	itemIdx   map[string]uint32
-	itemNames []string
+	users Interner
+	items Interner
 	// lists[u] holds user u's entries item<<32 | count; clean[u] is the length
 	// of its sorted, deduplicated prefix.
-	lists [][]uint64
-	clean []int32
+	lists   [][]uint64
+	clean   []int32
+	scratch []uint64 // compaction's buffer
+	// ubuf and ibuf hold Add's strings as bytes.
+	ubuf, ibuf []byte
+	// batchUsers and batchItems map a batch's ids to the builder's
+	// (AddBatch).
+	batchUsers, batchItems []uint32
 	// last[i] remembers where item i was last appended: user last[i].u at
 	// index last[i].pos of its list. A repeat of the pair while that entry
 	// is still in place (the common case: a user's rows or a row's tokens
@@ -50,12 +65,7 @@ func NewBuilder(o Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{
-		opts:    o,
-		cal:     cal,
-		userIdx: make(map[string]uint32),
-		itemIdx: make(map[string]uint32),
-	}, nil
+	return &Builder{opts: o, cal: cal}, nil
 }
 
 // NewCalibratedBuilder returns a builder that releases with a calibration
@@ -84,12 +94,7 @@ func NewCalibratedBuilder(cal Calibration) (*Builder, error) {
 	case cal.Mechanism.HasCutoff() && !(cal.Gamma >= cal.Rho):
 		return nil, fmt.Errorf("calibration needs a cutoff gamma ≥ rho, got gamma %v rho %v", cal.Gamma, cal.Rho)
 	}
-	return &Builder{
-		opts:    Options{Mechanism: cal.Mechanism, MaxItems: cal.MaxItems},
-		cal:     cal,
-		userIdx: make(map[string]uint32),
-		itemIdx: make(map[string]uint32),
-	}, nil
+	return &Builder{opts: Options{Mechanism: cal.Mechanism, MaxItems: cal.MaxItems}, cal: cal}, nil
 }
 
 // Calibration returns the calibration the release will use.
@@ -97,10 +102,11 @@ func (b *Builder) Calibration() Calibration { return b.cal }
 
 // Add records that user holds item. An empty user is ignored.
 func (b *Builder) Add(user, item string) {
-	if user == "" {
-		return
-	}
-	b.add(b.user(user), b.item(item))
+	// Copy into reused buffers: a []byte conversion would allocate for
+	// strings longer than 32 bytes.
+	b.ubuf = append(b.ubuf[:0], user...)
+	b.ibuf = append(b.ibuf[:0], item...)
+	b.AddBytes(b.ubuf, b.ibuf)
 }
 
 // AddBytes is Add for byte slices; it copies what it keeps, so the caller may
@@ -109,15 +115,7 @@ func (b *Builder) AddBytes(user, item []byte) {
 	if len(user) == 0 {
 		return
 	}
-	u, ok := b.userIdx[string(user)] // no allocation for the lookup
-	if !ok {
-		u = b.user(string(user))
-	}
-	i, ok := b.itemIdx[string(item)]
-	if !ok {
-		i = b.item(string(item))
-	}
-	b.add(u, i)
+	b.add(b.user(user), b.item(item), 1)
 }
 
 // UserID interns a privacy unit and returns its dense id, for callers that
@@ -127,44 +125,28 @@ func (b *Builder) UserID(user []byte) (id uint32, ok bool) {
 	if len(user) == 0 {
 		return 0, false
 	}
-	u, found := b.userIdx[string(user)]
-	if !found {
-		u = b.user(string(user))
-	}
-	return u, true
+	return b.user(user), true
 }
 
 // AddID records that the user with id u (from UserID) holds item.
 func (b *Builder) AddID(u uint32, item []byte) {
-	i, ok := b.itemIdx[string(item)]
-	if !ok {
-		i = b.item(string(item))
-	}
-	b.add(u, i)
+	b.add(u, b.item(item), 1)
 }
 
-func (b *Builder) user(name string) uint32 {
-	b.ensureIndex()
-	if u, ok := b.userIdx[name]; ok {
-		return u
+func (b *Builder) user(name []byte) uint32 {
+	u, added := b.users.ID(name)
+	if added {
+		b.lists = append(b.lists, nil)
+		b.clean = append(b.clean, 0)
 	}
-	u := uint32(len(b.userNames))
-	b.userIdx[name] = u
-	b.userNames = append(b.userNames, name)
-	b.lists = append(b.lists, nil)
-	b.clean = append(b.clean, 0)
 	return u
 }
 
-func (b *Builder) item(name string) uint32 {
-	b.ensureIndex()
-	if i, ok := b.itemIdx[name]; ok {
-		return i
+func (b *Builder) item(name []byte) uint32 {
+	i, added := b.items.ID(name)
+	if added {
+		b.last = append(b.last, lastSeen{u: noUser})
 	}
-	i := uint32(len(b.itemNames))
-	b.itemIdx[name] = i
-	b.itemNames = append(b.itemNames, name)
-	b.last = append(b.last, lastSeen{u: noUser})
 	return i
 }
 
@@ -175,38 +157,85 @@ type lastSeen struct {
 
 const noUser = ^uint32(0)
 
-func (b *Builder) add(u, i uint32) {
-	b.occurrences++
+// add records c ≥ 1 occurrences of the pair (u, i).
+func (b *Builder) add(u, i, c uint32) {
+	b.occurrences += int64(c)
 	l := b.lists[u]
 	if ls := b.last[i]; ls.u == u && int(ls.pos) < len(l) && uint32(l[ls.pos]>>32) == i {
-		if l[ls.pos]&0xffffffff < 0xffffffff {
-			l[ls.pos]++
-		}
+		l[ls.pos] = addCount(l[ls.pos], uint64(c))
 		return
 	}
-	l = append(l, uint64(i)<<32|1)
+	l = append(l, uint64(i)<<32|uint64(c))
 	b.last[i] = lastSeen{u: u, pos: int32(len(l) - 1)}
-	if len(l) >= 2*int(b.clean[u])+32 {
-		l = compact(l)
-		b.clean[u] = int32(len(l))
-	}
 	b.lists[u] = l
+	b.maybeCompact(u)
 }
 
-// compact sorts a user's entries by item and merges duplicates, summing their
-// counts (saturating at 2³²−1).
-func compact(l []uint64) []uint64 {
-	slices.Sort(l)
+// maybeCompact compacts user u's list when it has doubled since the last
+// compaction, which bounds memory by about twice the distinct pairs and
+// sorts every entry once.
+func (b *Builder) maybeCompact(u uint32) {
+	if l := b.lists[u]; len(l) >= 2*int(b.clean[u])+32 {
+		l, b.scratch = compact(l, int(b.clean[u]), b.scratch)
+		b.lists[u], b.clean[u] = l, int32(len(l))
+	}
+}
+
+// addCount adds c to the count of entry e, saturating at 2³²−1. Saturating
+// sums of non-negative counts do not depend on the order of the terms.
+func addCount(e, c uint64) uint64 {
+	return e&^0xffffffff | min(e&0xffffffff+c, 0xffffffff)
+}
+
+// compact sorts the unsorted tail l[clean:] of a user's entries by item,
+// merges it into the sorted, deduplicated prefix l[:clean] and merges
+// duplicates, summing their counts (saturating at 2³²−1). Every entry is
+// sorted once, in the tail it arrived in; the merge with the prefix is
+// linear. scratch is a reusable buffer (returned, perhaps grown).
+func compact(l []uint64, clean int, scratch []uint64) ([]uint64, []uint64) {
+	tail := l[clean:]
+	slices.Sort(tail)
+	tail = dedupSorted(tail)
+	if clean == 0 {
+		return l[:len(tail)], scratch
+	}
+	// Merge l[:clean] and the tail backward into l[:clean+len(tail)] from a
+	// copy of the tail: the write position never falls below the prefix's
+	// next unread entry, since no more entries are written than read.
+	scratch = append(scratch[:0], tail...)
+	i, j, w := clean-1, len(scratch)-1, clean+len(scratch)
+	for j >= 0 {
+		w--
+		switch {
+		case i >= 0 && l[i]>>32 > scratch[j]>>32:
+			l[w] = l[i]
+			i--
+		case i >= 0 && l[i]>>32 == scratch[j]>>32:
+			l[w] = addCount(l[i], scratch[j]&0xffffffff)
+			i--
+			j--
+		default:
+			l[w] = scratch[j]
+			j--
+		}
+	}
+	// The untouched prefix l[:i+1] is in place; close the gap left by merged
+	// duplicates.
+	n := copy(l[i+1:], l[w:clean+len(scratch)])
+	return l[:i+1+n], scratch
+}
+
+// dedupSorted merges equal items of sorted entries in place.
+func dedupSorted(l []uint64) []uint64 {
 	out := l[:0]
 	for _, e := range l {
 		if n := len(out); n > 0 && out[n-1]>>32 == e>>32 {
-			c := out[n-1]&0xffffffff + e&0xffffffff
-			out[n-1] = out[n-1]&^0xffffffff | min(c, 0xffffffff)
+			out[n-1] = addCount(out[n-1], e&0xffffffff)
 			continue
 		}
 		out = append(out, e)
 	}
-	return slices.Clip(out)
+	return out
 }
 
 // Stats describes the input of a release. None of it is private-safe output:
@@ -226,18 +255,88 @@ type Stats struct {
 
 // Group compacts every user's list so that each holds its distinct items
 // once, and returns the input statistics. Release calls it; calling it first
-// separates the cost of grouping from the cost of the mechanism.
+// separates the cost of grouping from the cost of the mechanism. Users'
+// lists are independent, so a large input is compacted on up to GOMAXPROCS
+// goroutines; the result does not depend on how many.
 func (b *Builder) Group() Stats {
-	var pairs int64
+	st, _ := b.group(context.Background()) // fails only when ctx is done
+	return st
+}
+
+// group is Group that stops with ctx's error, checked every checkUsers users
+// of each goroutine. Users are compacted one at a time, so a stopped group
+// leaves every list either compacted or as it was.
+func (b *Builder) group(ctx context.Context) (Stats, error) {
+	var dirty int
 	for u, l := range b.lists {
-		if int(b.clean[u]) != len(l) {
-			l = compact(l)
-			b.lists[u] = l
-			b.clean[u] = int32(len(l))
+		dirty += len(l) - int(b.clean[u])
+	}
+	workers := 1
+	if dirty >= parallelGroupMin {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers <= 1 {
+		for u := range b.lists {
+			if u%checkUsers == 0 && ctx.Err() != nil {
+				return Stats{}, ctx.Err()
+			}
+			if int(b.clean[u]) != len(b.lists[u]) {
+				b.compactUser(uint32(u), &b.scratch)
+			}
 		}
+	} else {
+		// Contiguous ranges of users with about dirty/workers entries to
+		// sort each.
+		var wg sync.WaitGroup
+		start, acc := 0, 0
+		for u := range b.lists {
+			acc += len(b.lists[u]) - int(b.clean[u])
+			if acc >= dirty/workers || u == len(b.lists)-1 {
+				wg.Add(1)
+				go func(lo, hi int) {
+					defer wg.Done()
+					var scratch []uint64
+					for v := lo; v < hi; v++ {
+						if (v-lo)%checkUsers == 0 && ctx.Err() != nil {
+							return
+						}
+						if int(b.clean[v]) != len(b.lists[v]) {
+							b.compactUser(uint32(v), &scratch)
+						}
+					}
+				}(start, u+1)
+				start, acc = u+1, 0
+			}
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return Stats{}, err
+		}
+	}
+	var pairs int64
+	for _, l := range b.lists {
 		pairs += int64(len(l))
 	}
-	return Stats{Occurrences: b.occurrences, Users: len(b.userNames), Pairs: pairs, DistinctItems: len(b.itemNames)}
+	return Stats{Occurrences: b.occurrences, Users: b.users.Len(), Pairs: pairs, DistinctItems: b.items.Len()}, nil
+}
+
+// checkUsers and checkItems are how many users (items) a release processes
+// between two looks at its context: enough that the look costs nothing
+// measurable, few enough that a cancelled release stops within milliseconds.
+const (
+	checkUsers = 1024
+	checkItems = 1 << 14
+)
+
+// parallelGroupMin is the number of entries left to sort from which Group
+// uses several goroutines.
+const parallelGroupMin = 1 << 16
+
+// compactUser sorts and merges the rest of user u's list.
+func (b *Builder) compactUser(u uint32, scratch *[]uint64) {
+	var l []uint64
+	l, *scratch = compact(b.lists[u], int(b.clean[u]), *scratch)
+	b.lists[u], b.clean[u] = l, int32(len(l))
 }
 
 // Result is the outcome of a release.
@@ -253,22 +352,15 @@ type Result struct {
 	// Missing).
 	Missing Missing
 
-	itemIdx   map[string]uint32
-	itemNames []string // to build itemIdx when the builder had none
-	weights   []float64
+	items   *Interner
+	weights []float64
 }
 
 // InSupport reports whether item had positive weight in the final histogram
 // (for dp_sips, in any round). The n-gram extractor needs supp(H_k) to draw
 // spurious k-grams from V_k \ supp(H_k).
 func (r *Result) InSupport(item string) bool {
-	if r.itemIdx == nil && len(r.itemNames) > 0 {
-		r.itemIdx = make(map[string]uint32, len(r.itemNames))
-		for i, name := range r.itemNames {
-			r.itemIdx[name] = uint32(i)
-		}
-	}
-	i, ok := r.itemIdx[item]
+	i, ok := r.items.Lookup([]byte(item))
 	return ok && r.weights[i] > 0
 }
 
@@ -279,22 +371,51 @@ func (r *Result) InSupport(item string) bool {
 // replacement, builds the histogram user by user, and releases each item u of
 // supp(H) with probability P(H[u] + Z > ρ) by an exact Bernoulli draw.
 func (b *Builder) Release(rng *rand.Rand) Result {
-	stats := b.Group()
+	res, _ := b.ReleaseContext(context.Background(), rng) // fails only when ctx is done
+	return res
+}
+
+// ReleaseContext is Release that stops, with ctx's error and no items, once
+// ctx is done: it looks at ctx every few thousand users or items of each
+// step (grouping, the private choice of Δ0, ordering, every histogram and
+// every round of dp_sips, the release draws, the missing mass). Looking at
+// ctx consumes no randomness, so when ctx is not done the result is the one
+// Release gives with the same rng, seeded or not.
+//
+// A stopped release has released nothing, but it may have drawn the private
+// Δ0 and part of the noise; the builder must not be released again (as
+// after Release).
+func (b *Builder) ReleaseContext(ctx context.Context, rng *rand.Rand) (Result, error) {
+	stats, err := b.group(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	if b.cal.Auto != nil {
 		b.chooseMaxItems(rng)
 	}
 	key := securerand.Key(rng)
 	order := b.userOrder(key)
-	n := len(b.itemNames)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	n := b.items.Len()
 	var released []uint32
 	var weights []float64
 	switch b.cal.Mechanism {
 	case DPSIPS:
-		released, weights = b.runSIPS(rng, key, order)
+		if released, weights, err = b.runSIPS(ctx, rng, key, order); err != nil {
+			return Result{}, err
+		}
 	default:
-		h := b.histogram(rng, key, order, b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
+		h, err := b.histogram(ctx, rng, key, order, b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
+		if err != nil {
+			return Result{}, err
+		}
 		weights = h.W
 		for i := 0; i < n; i++ {
+			if i%checkItems == 0 && ctx.Err() != nil {
+				return Result{}, ctx.Err()
+			}
 			if w := h.W[i]; w > 0 && securerand.Bernoulli(rng, b.cal.ReleaseProbability(w)) {
 				released = append(released, uint32(i))
 			}
@@ -308,11 +429,15 @@ func (b *Builder) Release(rng *rand.Rand) Result {
 	}
 	items := make([]string, len(released))
 	for k, i := range released {
-		items[k] = b.itemNames[i]
+		items[k] = b.items.String(i)
 	}
 	slices.Sort(items)
-	return Result{Items: items, Stats: stats, Support: support, Missing: b.missing(released),
-		itemIdx: b.itemIdx, itemNames: b.itemNames, weights: weights}
+	missing, err := b.missing(ctx, released)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Items: items, Stats: stats, Support: support, Missing: missing,
+		items: &b.items, weights: weights}, nil
 }
 
 // Missing is the second utility measure of a release, next to the number of
@@ -334,13 +459,16 @@ type Missing struct {
 
 // missing computes the missing mass of a release of the item ids released
 // from every user's full (unbounded) list.
-func (b *Builder) missing(released []uint32) Missing {
-	in := make([]bool, len(b.itemNames))
+func (b *Builder) missing(ctx context.Context, released []uint32) (Missing, error) {
+	in := make([]bool, b.items.Len())
 	for _, i := range released {
 		in[i] = true
 	}
 	var pairs, lostPairs, occ, lostOcc int64
-	for _, l := range b.lists {
+	for u, l := range b.lists {
+		if u%checkUsers == 0 && ctx.Err() != nil {
+			return Missing{}, ctx.Err()
+		}
 		for _, e := range l {
 			c := int64(e & 0xffffffff)
 			pairs++
@@ -356,7 +484,7 @@ func (b *Builder) missing(released []uint32) Missing {
 		m.Pairs = float64(lostPairs) / float64(pairs)
 		m.Occurrences = float64(lostOcc) / float64(occ)
 	}
-	return m
+	return m, nil
 }
 
 // userOrder returns user ids in the order the sequential policies process
@@ -364,13 +492,13 @@ func (b *Builder) missing(released []uint32) Missing {
 // do not depend on the order and get the insertion order.
 func (b *Builder) userOrder(key [2]uint64) []uint32 {
 	if !b.cal.Mechanism.Sequential() {
-		order := make([]uint32, len(b.userNames))
+		order := make([]uint32, b.users.Len())
 		for i := range order {
 			order[i] = uint32(i)
 		}
 		return order
 	}
-	return OrderUsers(key, b.userNames)
+	return orderUsers(key, b.users.Len(), b.users.Bytes)
 }
 
 // OrderUsers returns the indexes of names sorted by UserHash under key, ties
@@ -388,6 +516,23 @@ func OrderUsers(key [2]uint64, names []string) []uint32 {
 			return x
 		}
 		return cmp.Compare(names[a], names[c])
+	})
+	return order
+}
+
+// orderUsers is OrderUsers over the n names name(0), …, name(n−1).
+func orderUsers(key [2]uint64, n int, name func(uint32) []byte) []uint32 {
+	order := make([]uint32, n)
+	hs := make([]uint64, n)
+	for i := range order {
+		order[i] = uint32(i)
+		hs[i] = UserHash(key, name(uint32(i)))
+	}
+	slices.SortFunc(order, func(a, c uint32) int {
+		if x := cmp.Compare(hs[a], hs[c]); x != 0 {
+			return x
+		}
+		return bytes.Compare(name(a), name(c))
 	})
 	return order
 }
@@ -420,24 +565,28 @@ func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weight
 		return nil, nil, Stats{}, fmt.Errorf("max_items = 0 (chosen privately) needs all users at once; give a fixed max_items for a sharded release")
 	}
 	stats = b.Group()
-	h := b.histogram(rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
-	return b.itemNames, h.W, stats, nil
+	h, _ := b.histogram(context.Background(), rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
+	return b.items.Strings(), h.W, stats, nil
 }
 
 // histogram builds H with rule m over users in order, skipping items marked in
-// exclude (dp_sips removes released items between rounds).
-func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []bool) *Histogram {
-	h := NewHistogram(m, gamma, len(b.itemNames))
+// exclude (dp_sips removes released items between rounds). It stops with
+// ctx's error, looked at every checkUsers users.
+func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []bool) (*Histogram, error) {
+	h := NewHistogram(m, gamma, b.items.Len())
 	greedy := m.greedy()
 	if greedy {
-		h.Tie = make([]uint64, len(b.itemNames))
-		for i, name := range b.itemNames {
-			h.Tie[i] = UserHash(key, []byte(name))
+		h.Tie = make([]uint64, b.items.Len())
+		for i := range h.Tie {
+			h.Tie[i] = UserHash(key, b.items.Bytes(uint32(i)))
 		}
 	}
 	var items []uint32
 	var prio []float64
-	for _, u := range order {
+	for k, u := range order {
+		if k%checkUsers == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		items = items[:0]
 		prio = prio[:0]
 		for _, e := range b.lists[u] {
@@ -448,7 +597,7 @@ func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mec
 			items = append(items, i)
 			if greedy {
 				if m.publicPriority() {
-					f, ok := b.opts.Public[b.itemNames[i]]
+					f, ok := b.opts.Public[string(b.items.Bytes(i))]
 					if !ok {
 						f = 1
 					}
@@ -467,7 +616,7 @@ func (b *Builder) histogram(rng *rand.Rand, key [2]uint64, order []uint32, m Mec
 		}
 		h.Update(items, prio)
 	}
-	return h
+	return h, nil
 }
 
 // topByPriority keeps the k items of highest priority (ties by the keyed
@@ -501,18 +650,24 @@ func topByPriority(items []uint32, prio []float64, tie []uint64, k int) ([]uint3
 // order for a policy round) and releases with (σ_r, ρ_r); released items are
 // removed from every user before the next round. It returns the released ids
 // and, per item, the largest weight it had in any round (for Support).
-func (b *Builder) runSIPS(rng *rand.Rand, key [2]uint64, order []uint32) ([]uint32, []float64) {
-	n := len(b.itemNames)
+func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32) ([]uint32, []float64, error) {
+	n := b.items.Len()
 	done := make([]bool, n)
 	seen := make([]float64, n)
 	var released []uint32
 	for r, rd := range b.cal.Rounds {
 		rule, ord := DPSIPS, order
 		if rd.Rule == PolicyGaussianL2 {
-			rule, ord = PolicyGaussianL2, OrderUsers(key, b.userNames)
+			rule, ord = PolicyGaussianL2, orderUsers(key, b.users.Len(), b.users.Bytes)
 		}
-		h := b.histogram(rng, key, ord, rule, rd.Gamma, rd.MaxItems, done)
+		h, err := b.histogram(ctx, rng, key, ord, rule, rd.Gamma, rd.MaxItems, done)
+		if err != nil {
+			return nil, nil, err
+		}
 		for i, w := range h.W {
+			if i%checkItems == 0 && ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
 			if w <= 0 {
 				continue
 			}
@@ -523,5 +678,5 @@ func (b *Builder) runSIPS(rng *rand.Rand, key [2]uint64, order []uint32) ([]uint
 			}
 		}
 	}
-	return released, seen
+	return released, seen, nil
 }

@@ -147,6 +147,23 @@
 // the whole: (ε, δ)-DP end to end. TestPrivateMaxItemsDistribution checks
 // the choice's outcome distribution against its exact law.
 //
+// # Grouping on several cores
+//
+// Builder interns users and items to dense ids in the order of their first
+// occurrence (Interner) and keeps, per user, the sorted distinct items with
+// their counts. A release reads nothing else: the mechanism sees each user's
+// item set, consumes randomness per user and per item in id order, and maps
+// ids back to strings. Batch lets other goroutines tokenise, intern and
+// deduplicate runs of consecutive rows; Builder.AddBatch, called in input
+// order, interns each batch's users and items in their local first-occurrence
+// order and appends its per-user sets, so the grouped state — ids, sets,
+// counts, statistics — is exactly the one that adding every pair one by one
+// would build (proof sketch on Batch; TestAddBatchEqualsAdd). Hence the same
+// released distribution, and with a seeded source the same output, whatever
+// the number of batches, goroutines or GOMAXPROCS; neighbouring databases
+// still differ in one user's set only. Group then sorts the remaining lists
+// of different users on several goroutines, which touches no randomness.
+//
 // # Defaults
 //
 // dp_sips (R = 3, fractions ∝ 0.2^(R−1−r), δ_G = 0.8δ) with Δ0 chosen

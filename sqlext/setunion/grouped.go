@@ -35,10 +35,11 @@ func GroupedEntry(item, count uint32) uint64 { return uint64(item)<<32 | uint64(
 // builder's mechanism sees exactly what it would see from the pairs one by
 // one; nothing about the privacy argument changes.
 //
-// The builder reads g's slices and never writes to them, so several
-// builders (concurrent releases) may share one Grouped. Pairs added
-// afterwards (Add) are appended to copies. It checks g's shape in one pass:
-// O(users + items + entries).
+// The builder reads g's lists and never writes to them, so several
+// builders (concurrent releases) may share one Grouped; it interns g's
+// users and items again (O(users + items)), and checks g's shape in one
+// pass over its entries. Pairs added afterwards (Add) are appended to
+// copies.
 func NewGroupedBuilder(o Options, g Grouped) (*Builder, error) {
 	cal, err := Calibrate(o)
 	if err != nil {
@@ -50,11 +51,21 @@ func NewGroupedBuilder(o Options, g Grouped) (*Builder, error) {
 	b := &Builder{
 		opts:        o,
 		cal:         cal,
-		userNames:   g.Users,
-		itemNames:   g.Items,
 		lists:       make([][]uint64, len(g.Lists)),
 		clean:       make([]int32, len(g.Lists)),
+		last:        make([]lastSeen, len(g.Items)),
 		occurrences: g.Occurrences,
+	}
+	for u, name := range g.Users {
+		if id, added := b.users.ID([]byte(name)); !added || id != uint32(u) {
+			return nil, fmt.Errorf("grouped input: user %d repeats an earlier one", u)
+		}
+	}
+	for i, name := range g.Items {
+		if id, added := b.items.ID([]byte(name)); !added || id != uint32(i) {
+			return nil, fmt.Errorf("grouped input: item %d repeats an earlier one", i)
+		}
+		b.last[i] = lastSeen{u: noUser}
 	}
 	for u, l := range g.Lists {
 		b.lists[u] = l[:len(l):len(l)] // an append copies
@@ -84,33 +95,10 @@ func (g *Grouped) check() error {
 	return nil
 }
 
-// ensureIndex builds the interning maps of a builder made by
-// NewGroupedBuilder before a pair is added to it.
-func (b *Builder) ensureIndex() {
-	if b.userIdx != nil {
-		return
-	}
-	b.userIdx = make(map[string]uint32, len(b.userNames))
-	for u, name := range b.userNames {
-		b.userIdx[name] = uint32(u)
-	}
-	b.itemIdx = make(map[string]uint32, len(b.itemNames))
-	for i, name := range b.itemNames {
-		b.itemIdx[name] = uint32(i)
-	}
-	b.last = make([]lastSeen, len(b.itemNames))
-	for i := range b.last {
-		b.last[i] = lastSeen{u: noUser}
-	}
-	// The shared names must not be appended to in place.
-	b.userNames = b.userNames[:len(b.userNames):len(b.userNames)]
-	b.itemNames = b.itemNames[:len(b.itemNames):len(b.itemNames)]
-}
-
 // Grouped groups the builder's pairs (Group) and returns them, sharing the
 // builder's slices: a builder from NewGroupedBuilder(o, b.Grouped())
 // releases exactly as b would. b must not be used afterwards.
 func (b *Builder) Grouped() Grouped {
 	b.Group()
-	return Grouped{Users: b.userNames, Items: b.itemNames, Lists: b.lists, Occurrences: b.occurrences}
+	return Grouped{Users: b.users.Strings(), Items: b.items.Strings(), Lists: b.lists, Occurrences: b.occurrences}
 }

@@ -1,6 +1,7 @@
 package setunion
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -187,13 +188,17 @@ func TestBuilderGrouping(t *testing.T) {
 		t.Fatalf("stats %+v, want users %d pairs %d items %d", st, len(ref), pairs, len(items))
 	}
 	for u, m := range ref {
-		l := b.lists[b.userIdx[u]]
+		uid, _ := b.users.Lookup([]byte(u))
+		l := b.lists[uid]
 		if len(l) != len(m) {
 			t.Fatalf("user %s: %d entries, want %d", u, len(l), len(m))
 		}
+		if !slices.IsSorted(l) {
+			t.Fatalf("user %s: entries not sorted by item", u)
+		}
 		for _, e := range l {
-			if got, want := e&0xffffffff, m[b.itemNames[e>>32]]; got != want {
-				t.Fatalf("user %s item %s: count %d, want %d", u, b.itemNames[e>>32], got, want)
+			if got, want := e&0xffffffff, m[b.items.String(uint32(e>>32))]; got != want {
+				t.Fatalf("user %s item %s: count %d, want %d", u, b.items.String(uint32(e>>32)), got, want)
 			}
 		}
 	}
@@ -291,7 +296,7 @@ func TestGreedyOrder(t *testing.T) {
 		b.Add("u", "c")
 		b.Group()
 		key := [2]uint64{1, 2}
-		h := b.histogram(securerand.NewSeeded(1), key, []uint32{0}, m, b.cal.Gamma, b.cal.MaxItems, nil)
+		h, _ := b.histogram(context.Background(), securerand.NewSeeded(1), key, []uint32{0}, m, b.cal.Gamma, b.cal.MaxItems, nil)
 		want := "a"
 		if m.publicPriority() {
 			want = "b"
@@ -301,9 +306,9 @@ func TestGreedyOrder(t *testing.T) {
 			floor = GreedyFloor / 3
 		}
 		for i, w := range h.W {
-			name := b.itemNames[i]
+			name := b.items.String(uint32(i))
 			if (name == want && math.Abs(w-(1-2*floor)) > 1e-15) || (name != want && w != floor) {
-				t.Errorf("%s: weights %v for items %v, want all budget on %q", m, h.W, b.itemNames, want)
+				t.Errorf("%s: weights %v for items %v, want all budget on %q", m, h.W, b.items.Strings(), want)
 				break
 			}
 		}

@@ -2,13 +2,14 @@ package tabfile
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Source is a stream of rows read from a data file of any supported format

@@ -43,6 +43,22 @@ func (s *Scanner) Each(text []byte, emit func(tok []byte)) {
 	}
 	for i := 0; i < len(text); {
 		c := text[i]
+		// Fast path: a run of ASCII letters and digits other than h, f, w
+		// (where a URL may start) extends the token, lowercased.
+		if l := plainLower[c]; l != 0 {
+			if pendingApos {
+				tok = append(tok, '\'')
+				pendingApos = false
+			}
+			tok = append(tok, l)
+			for i++; i < len(text); i++ {
+				if l = plainLower[text[i]]; l == 0 {
+					break
+				}
+				tok = append(tok, l)
+			}
+			continue
+		}
 		if (c == 'h' || c == 'H' || c == 'f' || c == 'F' || c == 'w' || c == 'W') && urlAt(text, i) {
 			flush()
 			i = skipNonSpace(text, i)
@@ -93,6 +109,25 @@ func Tokens(text string) []string {
 	s.Each([]byte(text), func(tok []byte) { out = append(out, string(tok)) })
 	return out
 }
+
+// plainLower maps the ASCII letters and digits other than h, f and w (in
+// either case) to their lowercase form, every other byte to 0.
+var plainLower = func() (t [256]byte) {
+	for c := 0; c < 128; c++ {
+		b := byte(c)
+		if isASCIIAlnum(b) {
+			switch b | 0x20 {
+			case 'h', 'f', 'w':
+				continue
+			}
+			if 'A' <= b && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			t[c] = b
+		}
+	}
+	return t
+}()
 
 func isASCIIAlnum(c byte) bool {
 	return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') || ('A' <= c && c <= 'Z')

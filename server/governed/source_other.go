@@ -1,0 +1,13 @@
+//go:build !linux
+
+package governed
+
+import (
+	"fmt"
+	"os"
+)
+
+// fileIdentity is the file's path and modification time.
+func fileIdentity(path string, fi os.FileInfo) string {
+	return fmt.Sprintf("%q mtime %d", path, fi.ModTime().UnixNano())
+}
