@@ -400,8 +400,11 @@ func (b *setUnionBuffer) Eval(ctx *sql.Context) (any, error) {
 			return nil, err
 		}
 	}
-	res := b.b.Release(b.f.cfg.rand())
-	b.b = nil // a release happens once; its memory can go now
+	res, err := b.b.ReleaseContext(ctx, b.f.cfg.rand())
+	b.b = nil
+	if err != nil {
+		return nil, err
+	} // a release happens once; its memory can go now
 	out := make([]any, len(res.Items))
 	for i, s := range res.Items {
 		out[i] = s

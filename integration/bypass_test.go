@@ -15,8 +15,8 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 )
 
 // The bypass deployment: database vault with a protected table people
@@ -114,7 +114,7 @@ views:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := governed.New(governed.Options{Config: cfg, Listener: ln})
+	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Listener: ln})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -41,7 +41,7 @@ func serveSubprocess(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s, err := governed.New(governed.Options{Config: cfg, Log: os.Stderr})
+	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -377,10 +377,10 @@ accounts:
         - {database: big, epsilon: 100, delta: 1e-3}
 `, bigTable(t), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
 	start := time.Now()
-	s := startConfig(t, dir, cfg, governed.Options{ConnReadTimeout: readTimeout})
+	s := startConfig(t, dir, cfg, server.GovernedOptions{ConnReadTimeout: readTimeout})
 	t.Logf("loaded %d rows in %v", bigRows, time.Since(start).Round(time.Millisecond))
 	host, port := splitAddr(t, s.Addr())
-	return &govServer{Server: s, name: "big", db: "big", dataDir: filepath.Join(dir, "data"),
+	return &govServer{Governed: s, name: "big", db: "big", dataDir: filepath.Join(dir, "data"),
 		analyst:  clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "big"},
 		admin:    clients.Target{Host: host, Port: port, User: "admin", Password: adminPassword, Database: "big"},
 		protects: []string{"big.events"},

@@ -22,15 +22,15 @@ import (
 
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
 // The governed dpsql servers the tests of this package run against, in
 // process on a random loopback port:
 //
-//   - the embedded demo (governed.Demo): database demo with the protected
+//   - the embedded demo (server.Demo): database demo with the protected
 //     tables posts(user_id, body) and words(user_id, word), the analyst
 //     "analyst" (mysql_native_password, no TLS) with the demo budget and
 //     the admin "admin";
@@ -49,7 +49,7 @@ const (
 
 // govServer is a running governed server and how to reach it.
 type govServer struct {
-	*governed.Server
+	*server.Governed
 	name     string // "demo" or "git_rails"
 	db       string // the database of the protected tables
 	analyst  clients.Target
@@ -77,7 +77,7 @@ type extraAnalyst struct {
 func startDemo(t testing.TB, extra ...extraAnalyst) *govServer {
 	t.Helper()
 	dataDir := t.TempDir()
-	opts, cred, err := governed.Demo(governed.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
+	opts, cred, err := server.Demo(server.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
 		AnalystPassword: analystPassword, AdminPassword: adminPassword})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func startDemo(t testing.TB, extra ...extraAnalyst) *govServer {
 	}
 	s := serveGoverned(t, opts)
 	host, port := splitAddr(t, s.Addr())
-	return &govServer{Server: s, name: "demo", db: "demo", dataDir: dataDir,
+	return &govServer{Governed: s, name: "demo", db: "demo", dataDir: dataDir,
 		analyst:  clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"},
 		admin:    clients.Target{Host: host, Port: port, User: cred.AdminUser, Password: cred.AdminPassword, Database: "demo"},
 		protects: []string{"demo.posts", "demo.words"},
@@ -123,16 +123,16 @@ func startRails(t testing.TB, extra ...extraAnalyst) *govServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := serveGoverned(t, governed.Options{Config: c})
+	s := serveGoverned(t, server.GovernedOptions{Config: c})
 	host, port := splitAddr(t, s.Addr())
 	return railsServer(s, dir, host, port)
 }
 
 // railsServer describes a git_rails deployment written to dir and served at
 // host:port.
-func railsServer(s *governed.Server, dir, host string, port int) *govServer {
+func railsServer(s *server.Governed, dir, host string, port int) *govServer {
 	ca := filepath.Join(dir, "server.crt")
-	return &govServer{Server: s, name: "git_rails", db: "rails", dataDir: filepath.Join(dir, "data"),
+	return &govServer{Governed: s, name: "git_rails", db: "rails", dataDir: filepath.Join(dir, "data"),
 		analyst:  clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "rails", TLS: true, CAFile: ca},
 		admin:    clients.Target{Host: host, Port: port, User: "admin", Password: adminPassword, Database: "rails", TLS: true, CAFile: ca},
 		protects: []string{"rails.commits"},
@@ -197,7 +197,7 @@ accounts:
 
 // startConfig writes cfg as dir/dpsql.yaml, loads it and serves it (with
 // the options of opts, if given, besides the configuration).
-func startConfig(t testing.TB, dir, cfg string, opts ...governed.Options) *governed.Server {
+func startConfig(t testing.TB, dir, cfg string, opts ...server.GovernedOptions) *server.Governed {
 	t.Helper()
 	path := filepath.Join(dir, "dpsql.yaml")
 	writeFile(t, path, cfg)
@@ -205,7 +205,7 @@ func startConfig(t testing.TB, dir, cfg string, opts ...governed.Options) *gover
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o governed.Options
+	var o server.GovernedOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
@@ -214,7 +214,7 @@ func startConfig(t testing.TB, dir, cfg string, opts ...governed.Options) *gover
 }
 
 // serveGoverned starts opts on a random loopback port until the test ends.
-func serveGoverned(t testing.TB, opts governed.Options) *governed.Server {
+func serveGoverned(t testing.TB, opts server.GovernedOptions) *server.Governed {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -222,7 +222,7 @@ func serveGoverned(t testing.TB, opts governed.Options) *governed.Server {
 	}
 	opts.Listener = ln
 	opts.LedgerLockTimeout = time.Second
-	s, err := governed.New(opts)
+	s, err := server.NewGoverned(opts)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

@@ -128,7 +128,7 @@ accounts:
         - {database: hostile, epsilon: 10000, delta: 0.1}
 `, datasets.String(), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword)))
 	host, port := splitAddr(t, srv.Addr())
-	s := &govServer{Server: srv, name: "hostile", db: "hostile", dataDir: filepath.Join(dir, "data"),
+	s := &govServer{Governed: srv, name: "hostile", db: "hostile", dataDir: filepath.Join(dir, "data"),
 		analyst: clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "hostile"},
 		admin:   clients.Target{Host: host, Port: port, User: "admin", Password: adminPassword, Database: "hostile"},
 	}

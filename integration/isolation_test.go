@@ -16,8 +16,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
@@ -74,7 +74,7 @@ func startIsolation(t testing.TB, withVictim bool) string {
 // startIsolationAt serves the isolation deployment from dir with the people
 // table in data (startIsolation's; called again on the same dir, it
 // restarts on the same ledger).
-func startIsolationAt(t testing.TB, dir, data string) *governed.Server {
+func startIsolationAt(t testing.TB, dir, data string) *server.Governed {
 	t.Helper()
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
@@ -109,7 +109,7 @@ accounts:
         - {database: iso, epsilon: 100000, delta: 0.5}
 `, data, filepath.Join(dir, "lookup.tsv"), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
 	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
-	return startConfig(t, dir, cfg, governed.Options{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}})
+	return startConfig(t, dir, cfg, server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}})
 }
 
 // isoConn opens one analyst connection (server-side prepared statements).

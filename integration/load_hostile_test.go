@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 )
 
 // The hostile analyst of TestLoad: one more analyst in the mix, sending
@@ -86,7 +86,7 @@ var loadHeavyAttacks = []loadAttack{
 func startDemoLimits(t testing.TB, set func(*config.Limits), extra ...extraAnalyst) *govServer {
 	t.Helper()
 	dataDir := t.TempDir()
-	opts, cred, err := governed.Demo(governed.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
+	opts, cred, err := server.Demo(server.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
 		AnalystPassword: analystPassword, AdminPassword: adminPassword})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func startDemoLimits(t testing.TB, set func(*config.Limits), extra ...extraAnaly
 	}
 	s := serveGoverned(t, opts)
 	host, port := splitAddr(t, s.Addr())
-	return &govServer{Server: s, name: "demo", db: "demo", dataDir: dataDir,
+	return &govServer{Governed: s, name: "demo", db: "demo", dataDir: dataDir,
 		analyst:  clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"},
 		admin:    clients.Target{Host: host, Port: port, User: cred.AdminUser, Password: cred.AdminPassword, Database: "demo"},
 		protects: []string{"demo.posts", "demo.words"},

@@ -11,8 +11,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 	"github.com/dpsql/dpsql/server/storage"
 )
 
@@ -72,7 +72,7 @@ func wordUsers(t *testing.T, dbs []*storage.Database) map[string]int {
 
 // glossaryDemo is the demo with the public table ref.glossary.
 type glossaryDemo struct {
-	*governed.Server
+	*server.Governed
 	analyst          clients.Target
 	user             string
 	top1, top2, rare string
@@ -84,7 +84,7 @@ type glossaryDemo struct {
 func startGlossaryDemo(t *testing.T, limits func(*config.Limits)) *glossaryDemo {
 	t.Helper()
 	dataDir := t.TempDir()
-	opts, cred, err := governed.Demo(governed.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
+	opts, cred, err := server.Demo(server.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
 		AnalystPassword: analystPassword, AdminPassword: adminPassword})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func startGlossaryDemo(t *testing.T, limits func(*config.Limits)) *glossaryDemo 
 	}
 	s := serveGoverned(t, opts)
 	host, port := splitAddr(t, s.Addr())
-	return &glossaryDemo{Server: s, user: cred.AnalystUser, top1: top1, top2: top2, rare: rare,
+	return &glossaryDemo{Governed: s, user: cred.AnalystUser, top1: top1, top2: top2, rare: rare,
 		analyst: clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"}}
 }
 
@@ -134,7 +134,7 @@ func startGlossaryDemo(t *testing.T, limits func(*config.Limits)) *glossaryDemo 
 // refused with 1142.
 func TestPublicLookupOverTheWire(t *testing.T) {
 	g := startGlossaryDemo(t, nil)
-	s, analyst, top1, top2, rare := g.Server, g.analyst, g.top1, g.top2, g.rare
+	s, analyst, top1, top2, rare := g.Governed, g.analyst, g.top1, g.top2, g.rare
 
 	stmts := []clients.Statement{
 		clients.Query("SET dp_epsilon = 1"),

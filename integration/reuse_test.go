@@ -15,8 +15,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 )
 
 // Release reuse over the wire: an identical release within the window is
@@ -36,7 +36,7 @@ const (
 // same data directory.
 type reuseDeployment struct {
 	dir, data, cfg string
-	srv            *governed.Server
+	srv            *server.Governed
 }
 
 // writeEvents writes the protected table: 300 users, each with 3 of 10
@@ -521,7 +521,7 @@ func TestReuseIsolation(t *testing.T) {
 	}
 	type deployment struct {
 		dir, data string
-		srv       *governed.Server
+		srv       *server.Governed
 	}
 	deps := make([]*deployment, 2)
 	for i := range deps {
@@ -575,7 +575,7 @@ func TestReuseIsolation(t *testing.T) {
 //	go test -run X -bench Reuse -benchtime 5x ./integration/
 func BenchmarkReuse(b *testing.B) {
 	start := func(reuse bool) *dbsql.Conn {
-		opts, _, err := governed.Demo(governed.DemoOptions{Listen: "127.0.0.1:0", DataDir: b.TempDir(), AnalystPassword: analystPassword, AdminPassword: adminPassword})
+		opts, _, err := server.Demo(server.DemoOptions{Listen: "127.0.0.1:0", DataDir: b.TempDir(), AnalystPassword: analystPassword, AdminPassword: adminPassword})
 		if err != nil {
 			b.Fatal(err)
 		}

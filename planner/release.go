@@ -372,7 +372,13 @@ func (r *Release) releaseSets(ctx *sql.Context) (release.Released, *release.Reus
 	}
 	core := release.Released{Sets: make([][]string, len(builders))}
 	for i, b := range builders {
-		core.Sets[i] = b.Release(rng()).Items
+		// ReleaseContext stops at max_execution_time, KILL or a client
+		// that left (dp_sips with many rounds runs for seconds).
+		res, err := b.ReleaseContext(ctx, rng())
+		if err != nil {
+			return release.Released{}, nil, err
+		}
+		core.Sets[i] = res.Items
 	}
 	return core, u, nil
 }
@@ -481,7 +487,7 @@ func (r *Release) releaseAggregates(ctx *sql.Context) (release.Released, *releas
 	if rng == nil {
 		rng = securerand.New
 	}
-	res, err := pipe.Release(rng())
+	res, err := pipe.ReleaseContext(ctx, rng())
 	if err != nil {
 		return release.Released{}, nil, err
 	}

@@ -84,6 +84,7 @@ type guardedConn struct {
 	net.Conn
 	g        *connGuard
 	start    time.Time // accepted
+	host     string    // the client's address, without its port
 	deadline time.Time
 	authed   atomic.Bool
 	user     string
@@ -91,22 +92,29 @@ type guardedConn struct {
 }
 
 // accept registers c as pending, closing a pending connection beyond
-// MaxPendingHandshakes, and returns c itself. The connection closed is the
-// oldest one whose client has sent nothing yet (it did not answer the
-// greeting: a flood's idle socket), or the oldest of all when every client
-// has answered; so a flood of silent sockets does not evict the logins in
-// progress (measured: with "oldest first", an unpaced flood of ~10,000/s
-// evicted most of alice's and the administrators' logins).
+// MaxPendingHandshakesPerAddress from c's address or beyond
+// MaxPendingHandshakes in all (see evictee), and returns c itself. The
+// per-address bound keeps a flood from one address from taking every
+// pending place: other addresses always have places left.
 func (g *connGuard) accept(c net.Conn) net.Conn {
 	now := time.Now()
-	gc := &guardedConn{Conn: c, g: g, start: now, deadline: now.Add(g.lim.HandshakeTimeout)}
+	gc := &guardedConn{Conn: c, g: g, start: now, deadline: now.Add(g.lim.HandshakeTimeout), host: hostOf(c.RemoteAddr())}
 	_ = c.SetDeadline(gc.deadline)
 	var evict *guardedConn
 	g.mu.Lock()
 	g.pending = append(g.pending, gc)
 	g.conns[c] = gc
-	if len(g.pending) > g.lim.MaxPendingHandshakes {
-		evict = g.evictee(gc)
+	sameHost := 0
+	for _, p := range g.pending {
+		if p.host == gc.host {
+			sameHost++
+		}
+	}
+	switch {
+	case g.lim.MaxPendingHandshakesPerAddress > 0 && sameHost > g.lim.MaxPendingHandshakesPerAddress:
+		evict = g.evictee(gc, true)
+	case len(g.pending) > g.lim.MaxPendingHandshakes:
+		evict = g.evictee(gc, false)
 	}
 	g.mu.Unlock()
 	if evict != nil {
@@ -120,28 +128,41 @@ func (g *connGuard) accept(c net.Conn) net.Conn {
 	return c
 }
 
-// silentGrace is how long a client may take to answer the greeting before
-// its connection counts as idle.
-const silentGrace = 50 * time.Millisecond
-
 // evictee chooses the pending connection to close when newest is one too
-// many: the oldest whose client has not answered the greeting within
-// silentGrace; else, when one client is silent but still within its grace,
-// the newest connection itself (a burst of connections is turned away at
-// the door rather than evicting logins in progress); else the oldest.
+// many (among those of its address when sameHost): the oldest whose client
+// has not answered the greeting yet (a flood's idle socket), else newest
+// itself, so that logins in progress are not evicted. Where the TCP state
+// cannot be read, the oldest. A login that has not answered yet can still
+// be evicted by a burst from its own address (with "oldest first", an
+// unpaced flood of ~10,000/s evicted most logins in progress; a burst from
+// another address now leaves them alone: max_pending_handshakes_per_address).
 // Call with g.mu held.
-func (g *connGuard) evictee(newest *guardedConn) *guardedConn {
-	now := time.Now()
+func (g *connGuard) evictee(newest *guardedConn, sameHost bool) *guardedConn {
 	for _, p := range g.pending[:len(g.pending)-1] {
+		if sameHost && p.host != newest.host {
+			continue
+		}
 		spoke, ok := peerSpoke(p.Conn)
 		if !ok {
-			return g.pending[0]
+			return p
 		}
-		if !spoke && now.Sub(p.start) >= silentGrace {
+		if !spoke {
 			return p
 		}
 	}
 	return newest
+}
+
+// hostOf is the IP of a remote address (the address itself when it has no
+// port).
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return host
+	}
+	return a.String()
 }
 
 // rawConn returns the connection vitess was given for c.

@@ -1,5 +1,8 @@
-// Package server assembles dpsql's go-mysql-server engine and runs it as a
-// MySQL-protocol server.
+// Package server assembles dpsql's go-mysql-server engine, runs it as a
+// MySQL-protocol server (NewServer: statement, connection and memory
+// guards), and assembles the governed server from a configuration
+// (NewGoverned: ledger, datasets, accounts, budgets, analyst rules; Demo
+// for the embedded default of `dpsql serve`).
 //
 // NewEngine is the one constructor that installs everything dpsql adds to
 // go-mysql-server v0.20.0 — the DP_SET_UNION aggregate and the planner

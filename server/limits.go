@@ -56,6 +56,10 @@ type Limits struct {
 	// is closed to admit a new one).
 	HandshakeTimeout     time.Duration
 	MaxPendingHandshakes int
+	// MaxPendingHandshakesPerAddress bounds the pending connections from
+	// one client address (default: half of MaxPendingHandshakes), so that
+	// a flood from one address leaves places to the others.
+	MaxPendingHandshakesPerAddress int
 	// MaxMemoryBytes bounds the memory the process holds: above it, the
 	// most recent statements of governed sessions are stopped (error 1041)
 	// until it is below again. 0 takes DefaultMaxMemory; negative: no
@@ -105,6 +109,9 @@ func (l Limits) WithDefaults() Limits {
 	set(&l.MaxConnections, d.MaxConnections)
 	set(&l.MaxConnectionsPerAccount, d.MaxConnectionsPerAccount)
 	set(&l.MaxPendingHandshakes, d.MaxPendingHandshakes)
+	if l.MaxPendingHandshakesPerAddress <= 0 {
+		l.MaxPendingHandshakesPerAddress = max(1, l.MaxPendingHandshakes/2)
+	}
 	set(&l.MaxUserVariableBytes, d.MaxUserVariableBytes)
 	if l.AdminConnections < 0 {
 		l.AdminConnections = 0

@@ -17,7 +17,6 @@ import (
 
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -57,7 +56,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "and obtain only differentially private releases over protected tables, each charged to their privacy")
 		fmt.Fprintln(stderr, "budget in a ledger on disk. Without --config it serves the synthetic demo database on 127.0.0.1 with")
 		fmt.Fprintln(stderr, "an analyst and an admin account whose random passwords are printed once at start (set")
-		fmt.Fprintf(stderr, "%s / %s to choose them).\n\nflags:\n", governed.EnvAnalystPassword, governed.EnvAdminPassword)
+		fmt.Fprintf(stderr, "%s / %s to choose them).\n\nflags:\n", server.EnvAnalystPassword, server.EnvAdminPassword)
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -88,8 +87,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 	start := time.Now()
 	var (
-		opts     governed.Options
-		cred     governed.Credentials
+		opts     server.GovernedOptions
+		cred     server.Credentials
 		embedded = f.config == ""
 		served   bool // the server owns opts.Listener
 	)
@@ -97,10 +96,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		// Listen before generating the demo data, so that a port in use
 		// fails at once.
 		addr := cmp.Or(f.addr, config.DefaultListen)
-		if err := governed.CheckDemoAddress(addr); err != nil {
+		if err := server.CheckDemoAddress(addr); err != nil {
 			return usageError{err}
 		}
-		ln, err := governed.Listen(addr)
+		ln, err := server.Listen(addr)
 		if err != nil {
 			return startError(err, true, "")
 		}
@@ -109,11 +108,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 				opts.Listener.Close()
 			}
 		}()
-		opts, cred, err = governed.Demo(governed.DemoOptions{
+		opts, cred, err = server.Demo(server.DemoOptions{
 			Listen:          addr,
 			DataDir:         f.dataDir,
-			AnalystPassword: os.Getenv(governed.EnvAnalystPassword),
-			AdminPassword:   os.Getenv(governed.EnvAdminPassword),
+			AnalystPassword: os.Getenv(server.EnvAnalystPassword),
+			AdminPassword:   os.Getenv(server.EnvAdminPassword),
 		})
 		if err != nil {
 			ln.Close()
@@ -139,7 +138,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		opts.Config = cfg
 	}
 	opts.Log = stderr
-	s, err := governed.New(opts)
+	s, err := server.NewGoverned(opts)
 	if err != nil {
 		return startError(err, embedded, f.config)
 	}
@@ -204,7 +203,7 @@ func startError(err error, embedded bool, configFile string) error {
 	return err
 }
 
-func printDemoBanner(w io.Writer, opts governed.Options, cred governed.Credentials, host, port string) {
+func printDemoBanner(w io.Writer, opts server.GovernedOptions, cred server.Credentials, host, port string) {
 	fmt.Fprintf(w, "demo database: SYNTHETIC corpus; demo.posts and demo.words are protected (privacy unit user_id)\n")
 	fmt.Fprintf(w, "data directory (privacy-budget ledger): %s\n", opts.Config.DataDir)
 	pw := func(p string, generated bool, env string) string {
@@ -213,9 +212,9 @@ func printDemoBanner(w io.Writer, opts governed.Options, cred governed.Credentia
 		}
 		return "from $" + env
 	}
-	fmt.Fprintf(w, "analyst account: user %s, password %s\n", cred.AnalystUser, pw(cred.AnalystPassword, cred.AnalystGenerated, governed.EnvAnalystPassword))
-	fmt.Fprintf(w, "  budget on demo: ε=%v, δ=%v in total, composed under zCDP (SELECT * FROM DP_EXPLAIN('…') shows what a query costs)\n", governed.DemoBudgetEpsilon, governed.DemoBudgetDelta)
-	fmt.Fprintf(w, "admin account:   user %s, password %s (from this machine only)\n", cred.AdminUser, pw(cred.AdminPassword, cred.AdminGenerated, governed.EnvAdminPassword))
+	fmt.Fprintf(w, "analyst account: user %s, password %s\n", cred.AnalystUser, pw(cred.AnalystPassword, cred.AnalystGenerated, server.EnvAnalystPassword))
+	fmt.Fprintf(w, "  budget on demo: ε=%v, δ=%v in total, composed under zCDP (SELECT * FROM DP_EXPLAIN('…') shows what a query costs)\n", server.DemoBudgetEpsilon, server.DemoBudgetDelta)
+	fmt.Fprintf(w, "admin account:   user %s, password %s (from this machine only)\n", cred.AdminUser, pw(cred.AdminPassword, cred.AdminGenerated, server.EnvAdminPassword))
 	fmt.Fprintf(w, "try:  mysql -h %s -P %s -u %s -p demo -e \"SELECT DISTINCT word FROM words LIMIT 20; SELECT * FROM DP_BUDGET()\"\n", host, port, cred.AnalystUser)
 }
 
@@ -231,7 +230,7 @@ func runUngoverned(f serveFlags, stderr io.Writer) error {
 		return usagef("--addr %q: %v (write HOST:PORT, e.g. 127.0.0.1:3306)", addr, err)
 	}
 	// Listen before loading the data, so that a port in use fails at once.
-	ln, err := governed.Listen(addr)
+	ln, err := server.Listen(addr)
 	if err != nil {
 		return startError(err, false, "")
 	}

@@ -19,7 +19,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/dpsql/dpsql/server/governed"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -225,7 +225,7 @@ func TestLedgerKilledMidRelease(t *testing.T) {
 	if err := l.Verify(); err != nil {
 		t.Errorf("ledger after SIGKILL: %v", err)
 	}
-	bal, err := l.Balance(governed.DemoAnalyst, "demo")
+	bal, err := l.Balance(server.DemoAnalyst, "demo")
 	l.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func startServeProcess(t *testing.T, dataDir, analystPW, adminPW string) *serveP
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--shutdown-timeout", "10s")
 	cmd.Env = append(os.Environ(), "DPSQL_TEST_MAIN=1",
-		governed.EnvAnalystPassword+"="+analystPW, governed.EnvAdminPassword+"="+adminPW)
+		server.EnvAnalystPassword+"="+analystPW, server.EnvAdminPassword+"="+adminPW)
 	pr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -214,6 +214,9 @@ type Limits struct {
 	MaxConnectionsPerAccount int           `yaml:"max_connections_per_account"`
 	HandshakeTimeout         time.Duration `yaml:"handshake_timeout"`
 	MaxPendingHandshakes     int           `yaml:"max_pending_handshakes"`
+	// MaxPendingHandshakesPerAddress: at most this many of them from one
+	// client address (default: half of max_pending_handshakes).
+	MaxPendingHandshakesPerAddress int `yaml:"max_pending_handshakes_per_address"`
 	// MaxMemoryBytes bounds the process's memory: above it the most recent
 	// analyst statement is stopped (error 1041). 0: 70% of the machine's
 	// (or cgroup's) memory, 90% of GOMEMLIMIT when set; -1: no bound.

@@ -36,7 +36,7 @@ const DatabaseName = "demo"
 // Version identifies what Generate produces: bump it whenever a change
 // makes Generate's output for a configuration differ, so that a governed
 // server does not reuse releases made over the former demo data (it is
-// the demo tables' load source, see server/governed).
+// the demo tables' load source, see server/governed_source.go).
 const Version = 1
 
 // Config sizes the corpus. The zero value means the defaults.

@@ -1,6 +1,7 @@
 package dpagg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -340,6 +341,13 @@ type Result struct {
 // keys with setunion on the same sampled (user, key) pairs, and adds
 // independent integer noise to the statistics of the selected keys only.
 func (p *Pipeline) Release(rng *rand.Rand) (*Result, error) {
+	return p.ReleaseContext(context.Background(), rng)
+}
+
+// ReleaseContext is Release, stopped with ctx's error (and nothing
+// released) when ctx is done before the release ends; see
+// setunion.Builder.ReleaseContext.
+func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result, error) {
 	if p.done {
 		return nil, errors.New("dpagg: Release called twice")
 	}
@@ -361,7 +369,10 @@ func (p *Pipeline) Release(rng *rand.Rand) (*Result, error) {
 		},
 	)
 	p.tot = tot
-	sel := b.Release(rng)
+	sel, err := b.ReleaseContext(ctx, rng)
+	if err != nil {
+		return nil, err
+	}
 	res := &Result{Stats: sel.Stats}
 	res.Stats.Occurrences = p.rows
 	res.Stats.Users = len(p.userNames)

@@ -1,4 +1,4 @@
-package governed_test
+package server_test
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 )
 
 // TestLoginRefusalSaysWhy: a refused login gets MySQL's "Access denied for
@@ -68,7 +68,7 @@ func TestPortInUseBeforeLoading(t *testing.T) {
 	}
 	cfg.Listen = taken.Addr().String()
 	start := time.Now()
-	_, err = governed.New(governed.Options{Config: cfg})
+	_, err = server.NewGoverned(server.GovernedOptions{Config: cfg})
 	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), taken.Addr().String()) || !strings.Contains(err.Error(), "another server") {
 		t.Fatalf("port in use: %v", err)
 	}

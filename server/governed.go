@@ -1,4 +1,4 @@
-// Package governed assembles dpsql's governed server from a configuration
+// The governed server: NewGoverned assembles it from a configuration
 // (package config): it opens the privacy-budget ledger in the data
 // directory, loads the datasets into the column store, builds the engine
 // with the analyst rules and the budget governor, installs the accounts,
@@ -9,7 +9,8 @@
 // tables, and DP releases over protected tables charged to their budget);
 // see package governance. The embedded default of `dpsql serve` without a
 // configuration is built by Demo.
-package governed
+
+package server
 
 import (
 	"cmp"
@@ -35,7 +36,6 @@ import (
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/lookup"
 	"github.com/dpsql/dpsql/release/sealed"
-	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/ledger"
@@ -55,8 +55,8 @@ const ConnReadTimeout = 8 * time.Hour
 // (secure_file_priv).
 const FilesDir = "files"
 
-// Options configure New.
-type Options struct {
+// GovernedOptions configure New.
+type GovernedOptions struct {
 	// Config is a loaded configuration (config.Load). Its datasets are
 	// loaded from their files; its accounts, budgets, defaults, TLS and
 	// data directory are used as they are.
@@ -84,14 +84,18 @@ type Options struct {
 	ConnReadTimeout time.Duration
 }
 
-// Server is a governed dpsql server.
-type Server struct {
+// Governed is a governed dpsql server.
+type Governed struct {
 	cfg    *config.Config
 	ledger *ledger.Ledger
 	gov    *governance.Governor
 	engine *sqle.Engine
-	srv    *server.Server
+	srv    *Server
 	log    io.Writer
+	// globals holds the global system variables the server set (the
+	// configured dp_* defaults, secure_file_priv) as they were before, for
+	// Shutdown to restore: they are the process's, not the server's.
+	globals map[string]any
 
 	shutdown struct {
 		once     sync.Once
@@ -100,13 +104,13 @@ type Server struct {
 	}
 }
 
-// New starts everything but accepting connections: it checks the files of
+// NewGoverned starts everything but accepting connections: it checks the files of
 // the configuration, listens (failing at once if the address is in use),
 // opens the ledger (failing at once if another dpsql holds it), applies the
 // configured budgets, loads the datasets, builds the engine and installs
 // the accounts. Serve accepts
 // connections; Shutdown stops and releases everything.
-func New(o Options) (_ *Server, err error) {
+func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	cfg := o.Config
 	if cfg == nil {
 		return nil, errors.New("governed: no configuration")
@@ -177,7 +181,7 @@ func New(o Options) (_ *Server, err error) {
 		if err := p.AddDatabase(db); err != nil {
 			return nil, err
 		}
-		// Every table of theirs not protected is public (Options).
+		// Every table of theirs not protected is public (GovernedOptions).
 		for _, t := range db.Tables() {
 			public = append(public, governance.PublicTable{Database: db.Name(), Table: t.Name()})
 		}
@@ -221,7 +225,7 @@ func New(o Options) (_ *Server, err error) {
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
 	}
-	e, err := server.NewEngine(server.Config{
+	e, err := NewEngine(Config{
 		Provider:  p,
 		Functions: fcfg,
 		Rules:     append(planner.PolicyRules(gov, popts...), gov.Rules()...),
@@ -234,6 +238,12 @@ func New(o Options) (_ *Server, err error) {
 	defer func() {
 		if err != nil {
 			e.Close()
+		}
+	}()
+	globals := saveGlobals()
+	defer func() {
+		if err != nil {
+			restoreGlobals(globals)
 		}
 	}()
 	if err := setDefaults(cfg.Defaults); err != nil {
@@ -302,7 +312,7 @@ func New(o Options) (_ *Server, err error) {
 	}
 
 	// Network.
-	scfg := server.ServerConfig{
+	scfg := ServerConfig{
 		Address:            cfg.Listen,
 		Listener:           ln,
 		ConnReadTimeout:    cmp.Or(o.ConnReadTimeout, ConnReadTimeout),
@@ -320,15 +330,15 @@ func New(o Options) (_ *Server, err error) {
 		scfg.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		scfg.RequireSecureTransport = cfg.TLS.Require
 	}
-	srv, err := server.NewServer(e, scfg)
+	srv, err := NewServer(e, scfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw}, nil
+	return &Governed{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw, globals: globals}, nil
 }
 
 // loginHint is what a refused login without TLS is told (for every user
-// alike, see server.ServerConfig.LoginHint): that caching_sha2_password
+// alike, see ServerConfig.LoginHint): that caching_sha2_password
 // accounts need TLS, when the configuration has such accounts.
 func loginHint(cfg *config.Config) string {
 	sha2 := false
@@ -361,30 +371,31 @@ func Listen(addr string) (net.Listener, error) {
 }
 
 // serverLimits converts the configuration's limits (zero fields take the
-// defaults of server.DefaultLimits).
-func serverLimits(l config.Limits) server.Limits {
-	return server.Limits{
-		MaxStatementBytes:        l.MaxStatementBytes,
-		MaxStatementTokens:       l.MaxStatementTokens,
-		MaxOperators:             l.MaxOperators,
-		MaxNesting:               l.MaxNesting,
-		MaxInList:                l.MaxInList,
-		MaxExecutionTime:         l.MaxExecutionTime,
-		MaxStringBytes:           l.MaxStringBytes,
-		MaxStatementsPerAccount:  l.MaxStatementsPerAccount,
-		MaxConnections:           l.MaxConnections,
-		AdminConnections:         l.AdminConnections,
-		MaxConnectionsPerAccount: l.MaxConnectionsPerAccount,
-		HandshakeTimeout:         l.HandshakeTimeout,
-		MaxPendingHandshakes:     l.MaxPendingHandshakes,
-		MaxMemoryBytes:           l.MaxMemoryBytes,
-		MaxUserVariableBytes:     l.MaxUserVariableBytes,
+// defaults of DefaultLimits).
+func serverLimits(l config.Limits) Limits {
+	return Limits{
+		MaxStatementBytes:              l.MaxStatementBytes,
+		MaxStatementTokens:             l.MaxStatementTokens,
+		MaxOperators:                   l.MaxOperators,
+		MaxNesting:                     l.MaxNesting,
+		MaxInList:                      l.MaxInList,
+		MaxExecutionTime:               l.MaxExecutionTime,
+		MaxStringBytes:                 l.MaxStringBytes,
+		MaxStatementsPerAccount:        l.MaxStatementsPerAccount,
+		MaxConnections:                 l.MaxConnections,
+		AdminConnections:               l.AdminConnections,
+		MaxConnectionsPerAccount:       l.MaxConnectionsPerAccount,
+		HandshakeTimeout:               l.HandshakeTimeout,
+		MaxPendingHandshakes:           l.MaxPendingHandshakes,
+		MaxPendingHandshakesPerAddress: l.MaxPendingHandshakesPerAddress,
+		MaxMemoryBytes:                 l.MaxMemoryBytes,
+		MaxUserVariableBytes:           l.MaxUserVariableBytes,
 	}.WithDefaults()
 }
 
 // createView runs CREATE VIEW for a view of the configuration, as admin.
 func createView(e *sqle.Engine, admin string, v config.View) error {
-	ctx := server.NewContext(context.Background(), admin, v.Database)
+	ctx := NewContext(context.Background(), admin, v.Database)
 	q := fmt.Sprintf("CREATE VIEW `%s`.`%s` AS %s", v.Database, v.Name, v.Query)
 	_, it, _, err := e.Query(ctx, q)
 	if err == nil {
@@ -397,19 +408,19 @@ func createView(e *sqle.Engine, admin string, v config.View) error {
 }
 
 // Addr returns the address the server listens on.
-func (s *Server) Addr() string { return s.srv.Addr() }
+func (s *Governed) Addr() string { return s.srv.Addr() }
 
 // Governor returns the server's governor.
-func (s *Server) Governor() *governance.Governor { return s.gov }
+func (s *Governed) Governor() *governance.Governor { return s.gov }
 
 // Ledger returns the server's ledger (open until Shutdown).
-func (s *Server) Ledger() *ledger.Ledger { return s.ledger }
+func (s *Governed) Ledger() *ledger.Ledger { return s.ledger }
 
 // Engine returns the server's engine.
-func (s *Server) Engine() *sqle.Engine { return s.engine }
+func (s *Governed) Engine() *sqle.Engine { return s.engine }
 
 // Serve accepts connections until Shutdown (it then returns nil).
-func (s *Server) Serve() error {
+func (s *Governed) Serve() error {
 	err := s.srv.Start()
 	if err != nil && (errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed network connection")) {
 		return nil
@@ -426,7 +437,7 @@ func (s *Server) Serve() error {
 //
 // Shutdown may be called more than once; later calls return the first
 // call's results.
-func (s *Server) Shutdown(timeout time.Duration) (canceled int, err error) {
+func (s *Governed) Shutdown(timeout time.Duration) (canceled int, err error) {
 	sd := &s.shutdown
 	sd.once.Do(func() {
 		sd.canceled, sd.err = s.srv.Shutdown(timeout)
@@ -438,6 +449,7 @@ func (s *Server) Shutdown(timeout time.Duration) (canceled int, err error) {
 		if err := s.ledger.Close(); sd.err == nil {
 			sd.err = err
 		}
+		restoreGlobals(s.globals)
 	})
 	return sd.canceled, sd.err
 }
@@ -575,6 +587,26 @@ func appendFold(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+// serverGlobals are the global system variables NewGoverned sets.
+var serverGlobals = []string{functions.VarMechanism, functions.VarEpsilon, functions.VarDelta,
+	functions.VarMaxItems, functions.VarAlpha, functions.VarRounds, "secure_file_priv"}
+
+func saveGlobals() map[string]any {
+	m := map[string]any{}
+	for _, name := range serverGlobals {
+		if _, v, ok := sql.SystemVariables.GetGlobal(name); ok {
+			m[name] = v
+		}
+	}
+	return m
+}
+
+func restoreGlobals(m map[string]any) {
+	if len(m) > 0 {
+		_ = sql.SystemVariables.AssignValues(m)
+	}
 }
 
 // setDefaults makes the configured DP options (dpsql's defaults where the

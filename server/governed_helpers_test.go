@@ -1,4 +1,4 @@
-package governed_test
+package server_test
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sirupsen/logrus"
 
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
-	"github.com/dpsql/dpsql/server/governed"
 )
 
 // The test deployment: database shop with a protected table visits
@@ -167,7 +167,7 @@ func write(t *testing.T, path, content string) {
 // start loads the configuration and starts a governed server on a random
 // loopback port; it is shut down at the end of the test (unless the test
 // did so).
-func (d *deployment) start(t *testing.T) *governed.Server {
+func (d *deployment) start(t *testing.T) *server.Governed {
 	t.Helper()
 	s, err := d.tryStart(t)
 	if err != nil {
@@ -176,7 +176,7 @@ func (d *deployment) start(t *testing.T) *governed.Server {
 	return s
 }
 
-func (d *deployment) tryStart(t *testing.T) (*governed.Server, error) {
+func (d *deployment) tryStart(t *testing.T) (*server.Governed, error) {
 	t.Helper()
 	cfg, err := config.Load(d.cfgPath)
 	if err != nil {
@@ -186,7 +186,7 @@ func (d *deployment) tryStart(t *testing.T) (*governed.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := governed.New(governed.Options{Config: cfg, Listener: ln, LedgerLockTimeout: 200 * time.Millisecond})
+	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Listener: ln, LedgerLockTimeout: 200 * time.Millisecond})
 	if err != nil {
 		ln.Close()
 		return nil, err

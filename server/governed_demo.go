@@ -1,4 +1,4 @@
-package governed
+package server
 
 import (
 	"crypto/rand"
@@ -84,23 +84,23 @@ func CheckDemoAddress(listen string) error {
 // DemoBudgetDelta) on it and an administrator, both reachable from this
 // machine only (accounts on localhost, mysql_native_password, so that any
 // client logs in without TLS), listening on a loopback address only.
-func Demo(o DemoOptions) (Options, Credentials, error) {
+func Demo(o DemoOptions) (GovernedOptions, Credentials, error) {
 	listen := o.Listen
 	if listen == "" {
 		listen = config.DefaultListen
 	}
 	var err error
 	if err = CheckDemoAddress(listen); err != nil {
-		return Options{}, Credentials{}, err
+		return GovernedOptions{}, Credentials{}, err
 	}
 	dataDir := o.DataDir
 	if dataDir == "" {
 		if dataDir, err = DefaultDemoDataDir(); err != nil {
-			return Options{}, Credentials{}, err
+			return GovernedOptions{}, Credentials{}, err
 		}
 	}
 	if dataDir, err = filepath.Abs(dataDir); err != nil {
-		return Options{}, Credentials{}, err
+		return GovernedOptions{}, Credentials{}, err
 	}
 
 	cred := Credentials{AnalystUser: DemoAnalyst, AdminUser: DemoAdmin, AnalystPassword: o.AnalystPassword, AdminPassword: o.AdminPassword}
@@ -111,20 +111,20 @@ func Demo(o DemoOptions) (Options, Credentials, error) {
 		cred.AdminPassword, cred.AdminGenerated = rand.Text(), true
 	}
 	if cred.AnalystPassword == cred.AdminPassword {
-		return Options{}, Credentials{}, errors.New("the analyst's and the admin's passwords must differ")
+		return GovernedOptions{}, Credentials{}, errors.New("the analyst's and the admin's passwords must differ")
 	}
 	analystHash, err := config.HashPassword(config.NativePassword, cred.AnalystPassword)
 	if err != nil {
-		return Options{}, Credentials{}, err
+		return GovernedOptions{}, Credentials{}, err
 	}
 	adminHash, err := config.HashPassword(config.NativePassword, cred.AdminPassword)
 	if err != nil {
-		return Options{}, Credentials{}, err
+		return GovernedOptions{}, Credentials{}, err
 	}
 
 	db, _, err := demo.New()
 	if err != nil {
-		return Options{}, Credentials{}, err
+		return GovernedOptions{}, Credentials{}, err
 	}
 	cfg := &config.Config{
 		Listen:  listen,
@@ -137,7 +137,7 @@ func Demo(o DemoOptions) (Options, Credentials, error) {
 			}},
 		},
 	}
-	return Options{
+	return GovernedOptions{
 		Config:    cfg,
 		Databases: []*storage.Database{db},
 		Protected: []governance.ProtectedTable{

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package governed
+package server
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package governed_test
+package server_test
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/governance"
-	"github.com/dpsql/dpsql/server/governed"
 	"github.com/dpsql/dpsql/server/ledger"
 )
 
@@ -590,7 +590,7 @@ func TestExampleConfigServes(t *testing.T) {
 	}
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
-	s, err := governed.New(governed.Options{Config: cfg})
+	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -721,7 +721,7 @@ func TestFilesRefusedForAnalysts(t *testing.T) {
 		t.Errorf("admin LOAD_FILE of the ledger: %v, %v", data.Valid, err)
 	}
 	var dir string
-	if err := admin.QueryRowContext(ctx, "SELECT @@secure_file_priv").Scan(&dir); err != nil || dir != filepath.Join(d.dir, "data", governed.FilesDir) {
+	if err := admin.QueryRowContext(ctx, "SELECT @@secure_file_priv").Scan(&dir); err != nil || dir != filepath.Join(d.dir, "data", server.FilesDir) {
 		t.Errorf("secure_file_priv = %q, %v", dir, err)
 	}
 }

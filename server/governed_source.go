@@ -1,4 +1,4 @@
-package governed
+package server
 
 import (
 	"encoding/json"
