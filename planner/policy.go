@@ -42,6 +42,12 @@ func WithLimits(l sealed.Limits) PolicyOption {
 	return func(p *policy) { p.limits = l }
 }
 
+// WithIndexes makes releases that read whole columns use the release
+// indexes of ix (nil: every release scans; see release.Indexes).
+func WithIndexes(ix *release.Indexes) PolicyOption {
+	return func(p *policy) { p.indexes = ix }
+}
+
 // PolicyRules returns the analyst rules of the governed server. For a
 // session that gov says is governed (an analyst):
 //
@@ -91,6 +97,7 @@ type policy struct {
 	rnd          func() *rand.Rand
 	limits       sealed.Limits
 	lookupLimits lookup.Limits
+	indexes      *release.Indexes
 }
 
 // WithLookupLimits bounds the public side of each public lookup of a
@@ -781,7 +788,7 @@ func sameExpr(a, b sql.Expression) bool {
 // compiles its sealed scan: the allow-list refuses, before anything is
 // charged, what a release may not evaluate.
 func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
-	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd}
+	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd, indexes: p.indexes}
 	// The output columns keep the column ids of the expressions they
 	// replace, so that the nodes above find them (ProjectedExprs).
 	for i, c := range schema {

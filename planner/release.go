@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,7 @@ type Release struct {
 	outputs []sql.Expression // one column reference per output column, with its id
 	gov     release.Governor
 	rnd     func() *rand.Rand
+	indexes *release.Indexes // nil: always scan
 
 	// publics are the public sides of the release's lookups (public.go),
 	// read before anything is charged.
@@ -335,21 +337,29 @@ func (r *Release) releaseSets(ctx *sql.Context) (release.Released, *release.Reus
 		core, err := r.stored(u)
 		return core, u, err
 	}
+	// A release that reads whole plain columns takes their grouped pairs
+	// from the release index (the same pairs, so the same release; see
+	// release.Indexes); the others scan.
+	indexed := r.fromIndexes(ctx, opts, builders)
 	var kbuf []byte
-	if r.mode == setUnions {
+	switch {
+	case indexed:
+	case r.mode == setUnions:
+		units := make([]unitCache, len(builders))
 		err = r.scan.Run(ctx, func(row *release.Row) {
 			for i, b := range builders {
 				if item, ok := row.KeyText(i); ok {
-					b.AddBytes(row.Unit(), item)
+					b.AddID(units[i].id(b, row.Unit()), item)
 				}
 			}
 		})
-	} else {
+	default:
 		enc := keyEncoder{n: r.scan.Keys()}
+		var unit unitCache
 		err = r.scan.Run(ctx, func(row *release.Row) {
 			var ok bool
 			if kbuf, ok = enc.encode(kbuf[:0], row); ok {
-				builders[0].AddBytes(row.Unit(), kbuf)
+				builders[0].AddID(unit.id(builders[0], row.Unit()), kbuf)
 			}
 		})
 	}
@@ -371,6 +381,58 @@ func (r *Release) releaseSets(ctx *sql.Context) (release.Released, *release.Reus
 		core.Sets[i] = res.Items
 	}
 	return core, u, nil
+}
+
+// fromIndexes replaces the builders by builders holding the grouped pairs
+// of the release index when every key of the release can be read from
+// one, and reports whether it did; otherwise the builders are left empty
+// for the scan.
+func (r *Release) fromIndexes(ctx *sql.Context, opts []setunion.Options, builders []*setunion.Builder) bool {
+	if r.indexes == nil || len(r.publics) > 0 || (r.mode == distinctRows && r.scan.Keys() != 1) {
+		return false // public lookups take part in the filter and keys: scan
+	}
+	view := release.DistinctView
+	if r.mode == setUnions {
+		view = release.ValueView
+	}
+	grouped := make([]setunion.Grouped, len(builders))
+	for i := range builders {
+		g, ok := r.scan.IndexedPairs(ctx, r.indexes, i, view)
+		if !ok {
+			return false
+		}
+		grouped[i] = g
+	}
+	made := make([]*setunion.Builder, len(grouped))
+	for i, g := range grouped {
+		b, err := setunion.NewGroupedBuilder(opts[i], g)
+		if err != nil {
+			return false // the options passed NewBuilder: a malformed index, which scanning avoids
+		}
+		made[i] = b
+	}
+	copy(builders, made)
+	return true
+}
+
+// unitCache remembers the builder's id of the last privacy unit added:
+// consecutive rows mostly share their unit (a user's rows are stored
+// together), and comparing the bytes costs less than interning them again.
+// The builder sees the same pairs in the same order either way.
+type unitCache struct {
+	last  []byte
+	uid   uint32
+	valid bool
+}
+
+// id returns b's id of unit (never empty: the scan skips empty units).
+func (c *unitCache) id(b *setunion.Builder, unit []byte) uint32 {
+	if c.valid && bytes.Equal(unit, c.last) {
+		return c.uid
+	}
+	c.uid, c.valid = b.UserID(unit)
+	c.last = append(c.last[:0], unit...)
+	return c.uid
 }
 
 // releaseAggregates makes a release of DP aggregates: charge (or reuse),

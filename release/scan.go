@@ -32,6 +32,18 @@ type Scan struct {
 	filter   int // program index of the filter; -1 without one
 	keys     []int
 	spec     string
+	// For the release index (Indexed): the table as the provider served
+	// it, the privacy-unit column, and per key the column it reads when
+	// it is a plain column of an indexable type ("" otherwise); plain is
+	// nil when the unit's type is not indexable.
+	src     sql.Table
+	unitCol string
+	plain   []string
+	// unitFilter is the filter compiled alone over the table's full rows,
+	// when it reads the privacy unit only (unitAt in those rows): the
+	// release index evaluates it once per user (Indexed).
+	unitFilter *sealed.Program
+	unitAt     int
 }
 
 // NewScan compiles a scan of db.name (table, the table as its provider
@@ -48,10 +60,23 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 	}
 	uc := sch[ui]
 	all := []Expr{{E: expression.NewGetFieldWithTable(ui, 0, uc.Type, db, name, uc.Name, uc.Nullable), Where: "privacy unit"}}
-	s := &Scan{db: db, name: name, unit: 0, filter: -1}
+	s := &Scan{db: db, name: name, unit: 0, filter: -1, src: table, unitCol: uc.Name}
+	if indexable(uc.Type) {
+		s.plain = make([]string, len(keys))
+		for i, k := range keys {
+			if gf, ok := k.E.(*expression.GetField); ok && gf.Index() >= 0 && gf.Index() < len(sch) && indexable(sch[gf.Index()].Type) {
+				s.plain[i] = sch[gf.Index()].Name
+			}
+		}
+	}
 	if filter.E != nil {
 		s.filter = len(all)
 		all = append(all, filter)
+		if s.plain != nil && unitValueType(uc.Type) && readsOnly(filter.E, ui) {
+			if p, err := sealed.Compile(ctx, []sql.Expression{filter.E}, len(sch), lim); err == nil {
+				s.unitFilter, s.unitAt = p, ui
+			}
+		}
 	}
 	for _, k := range keys {
 		s.keys = append(s.keys, len(all))

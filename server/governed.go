@@ -216,6 +216,12 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
 		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
 	}
+	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {
+		if n == 0 {
+			n = release.DefaultIndexBytes
+		}
+		popts = append(popts, planner.WithIndexes(release.NewIndexes(n, lockedLog(logw))))
+	}
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
 	}
@@ -638,4 +644,15 @@ func setDefaults(d config.Defaults) error {
 		return fmt.Errorf("defaults: %w", err)
 	}
 	return nil
+}
+
+// lockedLog returns a printf to w that is safe to call from any goroutine
+// (release indexes are built outside statements).
+func lockedLog(w io.Writer) func(format string, args ...any) {
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, format+"\n", args...)
+	}
 }

@@ -6,12 +6,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/cmd/dpsql/internal/bench"
+	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 )
@@ -35,6 +39,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	runs := fs.Int("runs", 3, "runs of each query (interleaved); the table shows the minimum and the median")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the query runs to this file")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	index := fs.Bool("index", true, "keep a release index of t (releases reading the whole word column use it); it is built before the timed runs")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql bench [--input FILE] [--runs N] [--cpuprofile FILE]")
 		fmt.Fprintln(stderr, "\nBuilds the table t(user_id, word) from the tokens of a corpus and times, in this process,")
@@ -69,12 +74,35 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, err := bench.NewEngine(p)
+	var ix *release.Indexes
+	var popts []planner.PolicyOption
+	if *index {
+		ix = release.NewIndexes(release.DefaultIndexBytes, func(format string, args ...any) {
+			fmt.Fprintf(stdout, format+"\n", args...)
+		})
+		popts = append(popts, planner.WithIndexes(ix))
+	}
+	e, err := bench.NewEngine(p, popts...)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	fmt.Fprintf(stdout, "table t(user_id, word): %d rows from %s, built in %s\n\n", t.Len(), *input, loaded.Round(time.Millisecond))
+	newCtx := func(user string) *sql.Context { return server.NewContext(context.Background(), user, "bench") }
+	fmt.Fprintf(stdout, "table t(user_id, word): %d rows from %s, built in %s\n", t.Len(), *input, loaded.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "machine: %d CPUs, load average %s\n", runtime.NumCPU(), loadAverage())
+	if *index {
+		// The first release over the column builds the index: timed
+		// here, outside the runs.
+		start := time.Now()
+		if _, err := bench.Run(newCtx(bench.Analyst), e, "SELECT DISTINCT word FROM t"); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "first private release (builds the release index): %s; indexes hold %.1f MiB\n",
+			time.Since(start).Round(time.Millisecond), float64(ix.Bytes())/(1<<20))
+	} else {
+		fmt.Fprintln(stdout, "no release index (--index=false): every release scans")
+	}
+	fmt.Fprintln(stdout)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -86,10 +114,27 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	newCtx := func(user string) *sql.Context { return server.NewContext(context.Background(), user, "bench") }
 	results, err := bench.Measure(newCtx, e, bench.Queries("t"), *runs)
 	if err != nil {
 		return err
 	}
-	return bench.WriteTable(stdout, results)
+	if err := bench.WriteTable(stdout, results); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "\nload average after the runs: %s\n", loadAverage())
+	return err
+}
+
+// loadAverage returns the 1, 5 and 15-minute load averages ("unknown"
+// where /proc/loadavg is missing).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

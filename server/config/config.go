@@ -229,6 +229,11 @@ type Limits struct {
 	// release's expressions (values produced, bytes read per row).
 	ReleaseValueBytes int `yaml:"release_value_bytes"`
 	ReleaseRowWork    int `yaml:"release_row_work"`
+	// ReleaseIndexBytes bounds the memory of the release indexes (per
+	// protected table and column, the grouped pairs that releases reading
+	// a whole column take instead of scanning; release.Indexes). 0: 512
+	// MiB; -1: no index, every release scans.
+	ReleaseIndexBytes int64 `yaml:"release_index_bytes"`
 	// PublicLookupRows and PublicLookupBytes bound the public side of each
 	// public lookup or join of a release (lookup.DefaultLimits: 1,048,576
 	// rows, 64 MiB).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dolthub/go-mysql-server/sql"
 )
@@ -43,6 +44,7 @@ type Table struct {
 	schema  sql.Schema
 	counts  RowCounts
 	guard   func(*sql.Context) error
+	version uint64 // see Version
 
 	// projection (nil: all columns, in order)
 	proj       []int
@@ -58,8 +60,11 @@ var (
 	_ sql.PrimaryKeyTable = (*Table)(nil)
 )
 
+// versions numbers the tables built by this process (Version).
+var versions atomic.Uint64
+
 func newTable(name, comment string, cols []Column, data []column, rows int) *Table {
-	t := &Table{name: name, comment: comment, cols: cols, data: data, rows: rows}
+	t := &Table{name: name, comment: comment, cols: cols, data: data, rows: rows, version: versions.Add(1)}
 	t.schema = make(sql.Schema, len(cols))
 	for i, c := range cols {
 		t.schema[i] = &sql.Column{
@@ -87,6 +92,14 @@ func (t *Table) String() string { return t.name }
 
 // Comment implements sql.CommentedTable.
 func (t *Table) Comment() string { return t.comment }
+
+// Version identifies the rows of t within this process: every copy of t
+// (WithProjections, WithRowCounts, WithScanGuard) serves the same rows and
+// has the same version; a table built again (a reload, even of the same
+// file) has a larger one. Caches of data derived from a table's rows (the
+// release index) key on it. It is a counter of loads, not a digest of the
+// rows: it says nothing about the data.
+func (t *Table) Version() uint64 { return t.version }
 
 // Columns describes the table's columns.
 func (t *Table) Columns() []Column { return append([]Column(nil), t.cols...) }

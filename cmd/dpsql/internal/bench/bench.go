@@ -93,11 +93,20 @@ const Analyst = "analyst"
 // non-private queries they stand in for, compared with the plain SELECT
 // DISTINCT (the last query); and the analyst's GROUP BY with a DP COUNT and
 // AVG, compared with the same non-private GROUP BY.
+//
+// The analyst's private SELECT DISTINCT and DP_SET_UNION read the whole
+// word column and are answered from the release index when the engine has
+// one (NewEngine with planner.WithIndexes); the private SELECT DISTINCT
+// with a filter always scans, and is compared with the same plain query.
 func Queries(table string) []Query {
 	groupBy := "SELECT word, COUNT(*), AVG(LENGTH(word)) FROM " + table + " GROUP BY word"
+	filtered := "SELECT DISTINCT word FROM " + table + " WHERE LENGTH(word) > 3"
 	return []Query{
 		{"DP_SET_UNION", "SELECT DP_SET_UNION(word, user_id) FROM " + table, "", ""},
+		{"private DP_SET_UNION", "SELECT DP_SET_UNION(word, user_id) FROM " + table, Analyst, ""},
 		{"private SELECT DISTINCT", "SELECT DISTINCT word FROM " + table, Analyst, ""},
+		{"private DISTINCT WHERE", filtered, Analyst, "DISTINCT WHERE"},
+		{"DISTINCT WHERE", filtered, "", "DISTINCT WHERE"},
 		{"COUNT(DISTINCT)", "SELECT COUNT(DISTINCT word) FROM " + table, "", ""},
 		{"private GROUP BY", "SELECT /*+ SET_VAR(dp_contribution_bounds = '0,30') */" + groupBy[len("SELECT"):], Analyst, "GROUP BY"},
 		{"GROUP BY", groupBy, "", "GROUP BY"},
@@ -106,14 +115,14 @@ func Queries(table string) []Query {
 }
 
 // NewEngine returns the benchmark engine over p: dpsql's engine with the
-// analyst rules, for which every table is protected by its user_id column
-// and Analyst is governed with an unlimited budget.
-func NewEngine(p *storage.Provider) (*sqle.Engine, error) {
+// analyst rules (options opts), for which every table is protected by its
+// user_id column and Analyst is governed with an unlimited budget.
+func NewEngine(p *storage.Provider, opts ...planner.PolicyOption) (*sqle.Engine, error) {
 	gov := benchGovernor{}
 	return server.NewEngine(server.Config{
 		Provider:  p,
 		Functions: functions.Config{Governor: gov},
-		Rules:     planner.PolicyRules(gov),
+		Rules:     planner.PolicyRules(gov, opts...),
 	})
 }
 

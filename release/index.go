@@ -1,0 +1,653 @@
+package release
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/dpsql/dpsql/release/sealed"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+// # The release index
+//
+// Protected tables are read-only, so the pairs a release groups — per
+// privacy unit, the distinct values of a key column — are the same for
+// every release over the same column that reads every row. An Index keeps
+// them, grouped and interned, per (table version, privacy-unit column, key
+// column): built on first use by one scan of the table, then handed to the
+// mechanism by every later release (setunion.NewGroupedBuilder) instead of
+// scanning and grouping the table again.
+//
+// Why the output is the same. A release may read an index only when its
+// scan evaluates nothing but, at most, a filter on the privacy unit alone:
+// the privacy unit and every key are plain columns (Scan.Indexed). The
+// sealed evaluation of such a scan computes no value for them — a column
+// reference is read as it is, with no work or size limit applying — so,
+// without a filter, the scan hands the mechanism, row by row, the unit's
+// text and the key's value, skipping rows whose unit is NULL or empty:
+// exactly what the index build (the same Scan.Run) records. A filter that
+// reads only the unit column and is deterministic has, on every row of a
+// user, the same value, work and failures (they depend on the unit's value
+// only, given back exactly from its text for TEXT and BIGINT units), so
+// evaluating it once per user, sealed and in the analyst's session, keeps
+// exactly the rows the scan keeps: all rows of the users it keeps. Their
+// pairs are then renumbered as the filtered scan meets them: users keep
+// their order (a user's first kept row is its first row), and items are
+// ordered by their first row among the kept users' rows, which the index
+// records per pair. The
+// index keeps those pairs in the state a setunion.Builder reaches after
+// grouping them (users and items in order of first occurrence, each user's
+// distinct items by ascending id with their multiplicities), and
+// NewGroupedBuilder is proven (its tests) to release exactly what the
+// builder fed pair by pair releases, for the same random source. The two
+// ways a release names items are both derived from the one recorded
+// sequence: the item of a SELECT DISTINCT key (the planner's encoding of a
+// single key, keyItem) and the value of a DP_SET_UNION item, where NULLs are
+// skipped — which removes the NULL item and changes the order of first
+// occurrence of users, so the index also records the order in which users
+// first hold a non-NULL value.
+//
+// Key and unit columns must have text or integer types: their MySQL text
+// does not depend on the session (the sealed session copies the analyst's
+// system variables; a date's or a float's text could in principle), so one
+// index serves every session.
+//
+// What it costs and shows. The index holds, per million distinct (unit,
+// key) pairs, 12 MB of entries (item, count, first row) plus the unit and
+// key strings (Index.Bytes: 15 MiB per million pairs on git_python_ecosystem's
+// words); building it takes about one scan, plus a transient map of the
+// pairs' first rows.
+// Indexes bounds the total; an index that does not fit is not kept and its
+// releases scan. A build reads the table once with no analyst's session:
+// it runs outside every statement (a failure, a panic or an index over the
+// bound is logged for the operator, and the release scans instead), so an
+// analyst sees the same rows and the same errors with or without it; only
+// the time of a release changes, and time is not protected (README, "The
+// privacy guarantee of the server").
+
+// DefaultIndexBytes is the default bound of the memory of all release
+// indexes of a server.
+const DefaultIndexBytes = 512 << 20
+
+// Indexes is a server's cache of release indexes. It is safe for concurrent
+// use. A nil *Indexes keeps none.
+type Indexes struct {
+	limit int64
+	logf  func(format string, args ...any)
+
+	mu      sync.Mutex
+	used    int64
+	entries map[indexKey]*indexEntry
+}
+
+type indexKey struct{ db, table, unit, key string } // lower case
+
+type indexEntry struct {
+	version uint64
+	done    chan struct{}
+	idx     *Index // nil when the build failed or did not fit
+	counted int64  // bytes counted in Indexes.used
+}
+
+// NewIndexes returns an index cache holding at most limit bytes of indexes
+// (≤ 0: none; every release scans). logf, if non-nil, receives a line per
+// index built, refused or failed: for the operator, never for an analyst.
+func NewIndexes(limit int64, logf func(format string, args ...any)) *Indexes {
+	if limit <= 0 {
+		return nil
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Indexes{limit: limit, logf: logf, entries: map[indexKey]*indexEntry{}}
+}
+
+// Bytes returns the memory the cached indexes hold.
+func (ix *Indexes) Bytes() int64 {
+	if ix == nil {
+		return 0
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.used
+}
+
+// versioned is a table whose rows never change (storage.Table): Version
+// identifies its rows, and a table loaded again has a larger one.
+type versioned interface {
+	Version() uint64
+}
+
+// Indexed returns the index of key i of the scan, building it on first use,
+// when the release may read the index instead of the table: the scan has no
+// filter or one on the privacy unit alone (see IndexedPairs), its privacy
+// unit and every key are plain columns of text or integer types, the
+// table's rows never change, and ix holds (or can hold) the index. ok is false otherwise, and when the build failed, did not fit
+// or ctx ended while waiting for it: the release then runs the scan, which
+// gives the same result.
+func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool) {
+	if ix == nil || (s.filter >= 0 && s.unitFilter == nil) || s.plain == nil {
+		return nil, false
+	}
+	// Every key plain, not only key i: another key's evaluation could
+	// otherwise skip a row (its work limit) that the index holds.
+	for _, c := range s.plain {
+		if c == "" {
+			return nil, false
+		}
+	}
+	v, isVersioned := s.src.(versioned)
+	if !isVersioned {
+		return nil, false
+	}
+	key := indexKey{strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), strings.ToLower(s.plain[i])}
+	e := ix.entry(key, v.Version(), s.src, s.unitCol, s.plain[i])
+	if e == nil {
+		return nil, false
+	}
+	select {
+	case <-e.done:
+		return e.idx, e.idx != nil
+	case <-ctx.Done():
+		return nil, false // the scan reports the cancellation
+	}
+}
+
+// IndexedPairs returns the grouped pairs of key i of the scan for a
+// release of kind view (DistinctView, ValueView), from the release index,
+// when Indexed gives one: all of them, or, with a filter on the privacy
+// unit alone, the pairs of the users the filter keeps (evaluated sealed,
+// once per user, in the analyst's session as the scan would per row), in
+// the order of first occurrence among the rows it keeps.
+func (s *Scan) IndexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (setunion.Grouped, bool) {
+	x, ok := s.Indexed(ctx, ix, i)
+	if !ok {
+		return setunion.Grouped{}, false
+	}
+	if s.filter < 0 {
+		return x.Grouped(view), true
+	}
+	keep, ok := s.keepUsers(ctx, x)
+	if !ok {
+		return setunion.Grouped{}, false
+	}
+	return x.filtered(view, keep), true
+}
+
+// keepUsers evaluates the unit filter for every user of x, as Scan.Run
+// evaluates the filter of a row: a row whose evaluation is skipped, fails,
+// is NULL or false is left out.
+func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, bool) {
+	ev := s.unitFilter.NewEvaluator(ctx)
+	sctx := ev.Context()
+	row := make(sql.Row, len(s.src.Schema()))
+	typ := s.src.Schema()[s.unitAt].Type
+	keep := make([]bool, len(x.users))
+	for u, name := range x.users {
+		if u&1023 == 0 && ctx.Err() != nil {
+			return nil, false // the scan reports the cancellation
+		}
+		v, ok := unitValue(typ, name)
+		if !ok {
+			return nil, false
+		}
+		row[s.unitAt] = v
+		keep[u] = func() (pass bool) {
+			defer func() {
+				if recover() != nil {
+					pass = false
+				}
+			}()
+			if !ev.Row(row) {
+				return false
+			}
+			f, ok := ev.Value(0)
+			if !ok || f == nil {
+				return false
+			}
+			b, err := sql.ConvertToBool(sctx, f)
+			return err == nil && b
+		}()
+	}
+	return keep, true
+}
+
+// unitValueType reports whether a privacy unit of type t can be given back
+// its stored value from its text (unitValue): text, or a BIGINT (stored as
+// int64).
+func unitValueType(t sql.Type) bool {
+	return t != nil && (types.IsText(t) && !types.IsEnum(t) && !types.IsSet(t) || t.Equals(types.Int64))
+}
+
+// unitValue returns the stored value of a unit from its text.
+func unitValue(t sql.Type, text string) (any, bool) {
+	if types.IsText(t) {
+		return text, true
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	return n, err == nil
+}
+
+// readsOnly reports whether e reads column col of the row and no other,
+// and is deterministic.
+func readsOnly(e sql.Expression, col int) bool {
+	ok := true
+	transform.InspectExpr(e, func(e sql.Expression) bool {
+		if gf, isField := e.(*expression.GetField); isField && gf.Index() != col {
+			ok = false
+		}
+		if nd, isND := e.(interface{ IsNonDeterministic() bool }); isND && nd.IsNonDeterministic() {
+			ok = false
+		}
+		return !ok
+	})
+	return ok
+}
+
+// filtered makes view of the pairs of the users keep keeps: users in their
+// order (of first row, or of first non-NULL value for ValueView), items
+// renumbered by their first row among the kept users' rows (the order in
+// which a scan with the filter meets them), lists sorted again.
+func (x *Index) filtered(view int, keep []bool) setunion.Grouped {
+	valueView := view == ValueView
+	order := x.nnOrder
+	if !valueView || x.null < 0 {
+		order = nil
+	}
+	users := len(x.users)
+	if order != nil {
+		users = len(order)
+	}
+	user := func(k int) uint32 {
+		if order != nil {
+			return order[k]
+		}
+		return uint32(k)
+	}
+	skip := func(item uint64) bool { return valueView && x.null >= 0 && item == uint64(x.null) }
+	minFirst := make([]uint32, len(x.items))
+	for i := range minFirst {
+		minFirst[i] = math.MaxUint32
+	}
+	for k := range users {
+		u := user(k)
+		if !keep[u] {
+			continue
+		}
+		for j := x.offs[u]; j < x.offs[u+1]; j++ {
+			if it := x.ents[j] >> 32; !skip(it) {
+				minFirst[it] = min(minFirst[it], x.first[j])
+			}
+		}
+	}
+	var ids []uint32
+	for i, f := range minFirst {
+		if f != math.MaxUint32 {
+			ids = append(ids, uint32(i))
+		}
+	}
+	slices.SortFunc(ids, func(a, b uint32) int { return cmp.Compare(minFirst[a], minFirst[b]) })
+	newID := make([]uint32, len(x.items))
+	g := setunion.Grouped{Items: make([]string, len(ids))}
+	for n, i := range ids {
+		newID[i] = uint32(n)
+		g.Items[n] = x.items[i]
+		if valueView {
+			g.Items[n], _ = itemText(x.items[i])
+		}
+	}
+	for k := range users {
+		u := user(k)
+		if !keep[u] {
+			continue
+		}
+		var l []uint64
+		for j := x.offs[u]; j < x.offs[u+1]; j++ {
+			e := x.ents[j]
+			if skip(e >> 32) {
+				continue
+			}
+			l = append(l, uint64(newID[e>>32])<<32|e&0xffffffff)
+			g.Occurrences += int64(e & 0xffffffff)
+		}
+		if len(l) == 0 {
+			continue
+		}
+		slices.Sort(l)
+		g.Users = append(g.Users, x.users[u])
+		g.Lists = append(g.Lists, l)
+	}
+	return g
+}
+
+// entry returns the cache entry of key for the given version, starting its
+// build when there is none (or only one of an older version). It returns
+// nil for a table older than the cached one (a statement still running
+// over a replaced table).
+func (ix *Indexes) entry(key indexKey, version uint64, table sql.Table, unitCol, keyCol string) *indexEntry {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	e := ix.entries[key]
+	switch {
+	case e != nil && e.version == version:
+		return e
+	case e != nil && e.version > version:
+		return nil
+	case e != nil:
+		ix.used -= e.counted // a reload: the old rows' index goes
+		e.counted = 0
+	}
+	e = &indexEntry{version: version, done: make(chan struct{})}
+	ix.entries[key] = e
+	go ix.build(key, e, table, unitCol, keyCol)
+	return e
+}
+
+// build builds the index of e, outside any statement, and records it if it
+// fits.
+func (ix *Indexes) build(key indexKey, e *indexEntry, table sql.Table, unitCol, keyCol string) {
+	defer close(e.done)
+	start := time.Now()
+	name := fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, keyCol, unitCol)
+	idx, err := func() (idx *Index, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("internal error: %v", r)
+			}
+		}()
+		return buildIndex(table, key.db, key.table, unitCol, keyCol)
+	}()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.entries[key] != e {
+		return // replaced meanwhile
+	}
+	switch {
+	case err != nil:
+		ix.logf("release index %s: not built (%v); its releases scan the table", name, err)
+	case ix.used+idx.bytes > ix.limit:
+		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB (%d MiB in use); its releases scan the table",
+			name, idx.bytes>>20, ix.limit>>20, ix.used>>20)
+	default:
+		e.idx, e.counted = idx, idx.bytes
+		ix.used += idx.bytes
+		ix.logf("release index %s: %d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs), built in %v; %.1f MiB of indexes in use",
+			name, len(idx.users), len(idx.items), len(idx.ents), float64(idx.bytes)/(1<<20),
+			float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6), time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
+	}
+}
+
+// Index is the grouped pairs of one key column of a protected table: per
+// privacy unit, the distinct values it holds (see "The release index"
+// above). It is immutable once built.
+type Index struct {
+	users []string // units in order of first row
+	items []string // keyItem of the values, in order of first row
+	offs  []uint32 // users[u]'s entries are ents[offs[u]:offs[u+1]]
+	ents  []uint64 // setunion.GroupedEntry(item, count), ascending item
+	first []uint32 // per entry, the ordinal of its first recorded row
+	occ   int64    // rows recorded
+	// NULL: the item id of the NULL value (-1: none), its rows, and the
+	// users in order of their first non-NULL value.
+	null    int
+	nullOcc int64
+	nnOrder []uint32
+	bytes   int64
+
+	views [2]setunion.Grouped // DistinctView, ValueView
+}
+
+// Bytes returns the memory the index holds (views included once built).
+func (x *Index) Bytes() int64 { return x.bytes }
+
+// Pairs returns the number of distinct (unit, value) pairs.
+func (x *Index) Pairs() int { return len(x.ents) }
+
+// keyItem appends the item a release of one key makes of value v, whose
+// MySQL text is text: planner.keyEncoder's encoding of a single key (a
+// string as it is unless it starts with a byte ≤ 0x01; NULL as 0x00;
+// otherwise 0x01, the text's length and the text). The planner's tests
+// check that the two agree.
+func keyItem(dst []byte, v any, text []byte) []byte {
+	if v == nil {
+		return append(dst, 0)
+	}
+	if s, ok := v.(string); ok && (len(s) == 0 || s[0] > 1) {
+		return append(dst, s...)
+	}
+	dst = append(dst, 1)
+	dst = binary.AppendUvarint(dst, uint64(len(text)))
+	return append(dst, text...)
+}
+
+// itemText decodes keyItem: the text of the value, or null.
+func itemText(item string) (text string, null bool) {
+	switch {
+	case item == "\x00":
+		return "", true
+	case len(item) > 0 && item[0] == 1:
+		l, w := binary.Uvarint([]byte(item[1:]))
+		if w <= 0 || uint64(len(item)-1-w) != l {
+			panic("release index: malformed item") // keyItem made it
+		}
+		return item[1+w:], false
+	}
+	return item, false
+}
+
+// indexable reports whether the MySQL text of a column of type t is the
+// same in every session.
+func indexable(t sql.Type) bool {
+	return t != nil && (types.IsText(t) || types.IsInteger(t)) && !types.IsEnum(t) && !types.IsSet(t)
+}
+
+// buildIndex reads table once, as a release's scan with the key column and
+// no filter, and groups its pairs.
+func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, error) {
+	sch := table.Schema()
+	ki := sch.IndexOfColName(keyCol)
+	if ki < 0 {
+		return nil, fmt.Errorf("no column %s", keyCol)
+	}
+	kc := sch[ki]
+	ctx := sql.NewContext(context.Background())
+	keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, name, kc.Name, kc.Nullable)
+	scan, err := NewScan(ctx, db, name, table, unitCol, Expr{}, []Expr{{E: keyExpr, Where: "index key"}}, sealed.DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	b, err := setunion.NewBuilder(setunion.Defaults())
+	if err != nil {
+		return nil, err
+	}
+	var (
+		item    []byte
+		nullOcc int64
+		nnSeen  []bool
+		nnOrder []uint32
+		// The builder numbers items in order of first row; so does
+		// itemID, to key each pair's first row (pairFirst).
+		itemID    = map[string]uint32{}
+		pairFirst = map[uint64]uint32{}
+		rows      uint32
+	)
+	err = scan.Run(ctx, func(row *Row) {
+		v, ok := row.Key(0)
+		if !ok {
+			return // never for a column; as the release's scan does
+		}
+		var text []byte
+		if v != nil {
+			text, _ = row.KeyText(0)
+		}
+		item = keyItem(item[:0], v, text)
+		u, _ := b.UserID(row.Unit())
+		for int(u) >= len(nnSeen) {
+			nnSeen = append(nnSeen, false)
+		}
+		if v == nil {
+			nullOcc++
+		} else if !nnSeen[u] {
+			nnSeen[u] = true
+			nnOrder = append(nnOrder, u)
+		}
+		id, seen := itemID[string(item)]
+		if !seen {
+			id = uint32(len(itemID))
+			itemID[string(item)] = id
+		}
+		if _, seen := pairFirst[uint64(u)<<32|uint64(id)]; !seen {
+			pairFirst[uint64(u)<<32|uint64(id)] = rows
+		}
+		if rows++; rows == math.MaxUint32 {
+			panic("more rows than an index holds")
+		}
+		b.AddID(u, item)
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := b.Grouped()
+	x := &Index{users: g.Users, items: g.Items, occ: g.Occurrences, null: -1, nullOcc: nullOcc}
+	if nullOcc > 0 {
+		x.nnOrder = nnOrder
+		for i, it := range g.Items {
+			if it == "\x00" {
+				x.null = i
+			}
+		}
+	}
+	n := 0
+	for _, l := range g.Lists {
+		n += len(l)
+	}
+	if n >= math.MaxUint32 {
+		return nil, fmt.Errorf("%d pairs: more than an index holds", n)
+	}
+	for i, it := range g.Items {
+		if itemID[it] != uint32(i) {
+			return nil, fmt.Errorf("internal error: item numbering differs from the builder's")
+		}
+	}
+	itemID = nil
+	x.offs = make([]uint32, len(g.Lists)+1)
+	x.ents = make([]uint64, 0, n)
+	x.first = make([]uint32, 0, n)
+	for u, l := range g.Lists {
+		x.ents = append(x.ents, l...)
+		for _, e := range l {
+			x.first = append(x.first, pairFirst[uint64(u)<<32|e>>32])
+		}
+		g.Lists[u] = nil // let the builder's lists go as we copy
+		x.offs[u+1] = uint32(len(x.ents))
+	}
+	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.nnOrder))*4
+	for _, s := range x.users {
+		x.bytes += int64(len(s)) + 16
+	}
+	for _, s := range x.items {
+		x.bytes += int64(len(s)) + 16
+	}
+	x.views[DistinctView] = setunion.Grouped{Users: x.users, Items: x.items, Lists: x.lists(), Occurrences: x.occ}
+	x.bytes += int64(len(x.users)) * 24
+	if x.null < 0 && !x.tagged() {
+		x.views[ValueView] = x.views[DistinctView]
+	} else {
+		var vb int64
+		x.views[ValueView], vb = x.valueView()
+		x.bytes += vb
+	}
+	return x, nil
+}
+
+// View names: what a release makes of the index's values.
+const (
+	// DistinctView names items by the planner's encoding of a single key,
+	// NULL included (SELECT DISTINCT, GROUP BY).
+	DistinctView = iota
+	// ValueView names items by their text and leaves NULL out
+	// (DP_SET_UNION).
+	ValueView
+)
+
+// Grouped returns the index's pairs as a release of kind view
+// (DistinctView or ValueView) adds them, for setunion.NewGroupedBuilder:
+// read-only, shared by every release.
+func (x *Index) Grouped(view int) setunion.Grouped { return x.views[view] }
+
+// tagged reports whether some item is not its own text (a non-string or
+// NULL value, or a string starting with a byte ≤ 0x01).
+func (x *Index) tagged() bool {
+	for _, it := range x.items {
+		if len(it) > 0 && it[0] <= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// lists returns one slice of ents per user (read-only).
+func (x *Index) lists() [][]uint64 {
+	out := make([][]uint64, len(x.users))
+	for u := range out {
+		out[u] = x.ents[x.offs[u]:x.offs[u+1]:x.offs[u+1]]
+	}
+	return out
+}
+
+// valueView makes the ValueView: items by text, NULL left out (item ids
+// above it shift down by one, keeping their order), users in order of
+// their first non-NULL value, and users holding only NULL left out.
+func (x *Index) valueView() (setunion.Grouped, int64) {
+	g := setunion.Grouped{Occurrences: x.occ - x.nullOcc}
+	var bytes int64
+	for i, it := range x.items {
+		if i == x.null {
+			continue
+		}
+		t, _ := itemText(it)
+		g.Items = append(g.Items, t)
+		bytes += 16
+	}
+	order := x.nnOrder
+	if x.null < 0 {
+		order = make([]uint32, len(x.users))
+		for u := range order {
+			order[u] = uint32(u)
+		}
+	}
+	null := uint64(x.null)
+	for _, u := range order {
+		src := x.ents[x.offs[u]:x.offs[u+1]]
+		l := make([]uint64, 0, len(src))
+		for _, e := range src {
+			switch {
+			case x.null >= 0 && e>>32 == null:
+				continue
+			case x.null >= 0 && e>>32 > null:
+				e -= 1 << 32
+			}
+			l = append(l, e)
+		}
+		if len(l) == 0 {
+			continue
+		}
+		g.Users = append(g.Users, x.users[u])
+		g.Lists = append(g.Lists, l)
+		bytes += 16 + 24 + int64(len(l))*8
+	}
+	return g, bytes
+}
