@@ -137,7 +137,9 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 	s, analyst, top1, top2, rare := g.Governed, g.analyst, g.top1, g.top2, g.rare
 
 	stmts := []clients.Statement{
-		clients.Query("SET dp_epsilon = 1"),
+		// Each client asks anew (the second would otherwise reuse the
+		// first's releases, at no charge).
+		clients.Query("SET dp_epsilon = 1, dp_reuse = OFF"),
 		clients.Query("SELECT DISTINCT word FROM words WHERE word IN (SELECT term FROM ref.glossary) ORDER BY word"),
 		clients.Query("SELECT DISTINCT w.word FROM words w WHERE EXISTS (SELECT 1 FROM ref.glossary g WHERE g.term = w.word AND g.meaning LIKE 'the %') ORDER BY 1"),
 		clients.Query("SELECT word, COUNT(*) AS n FROM words WHERE word NOT IN (SELECT term FROM ref.glossary) GROUP BY word ORDER BY n DESC LIMIT 5"),

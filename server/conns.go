@@ -91,11 +91,13 @@ type guardedConn struct {
 	released sync.Once
 }
 
-// accept registers c as pending, closing a pending connection beyond
-// MaxPendingHandshakesPerAddress from c's address or beyond
-// MaxPendingHandshakes in all (see evictee), and returns c itself. The
-// per-address bound keeps a flood from one address from taking every
-// pending place: other addresses always have places left.
+// accept registers c as pending and returns c itself. Beyond
+// MaxPendingHandshakes in all, it closes one pending connection (see
+// evictee): one of c's address when that address holds more than
+// MaxPendingHandshakesPerAddress, so that a flood from one address cannot
+// take every place from the others; else any. Below MaxPendingHandshakes
+// nothing is closed (a connection pool opening 40 connections at once from
+// one host is served).
 func (g *connGuard) accept(c net.Conn) net.Conn {
 	now := time.Now()
 	gc := &guardedConn{Conn: c, g: g, start: now, deadline: now.Add(g.lim.HandshakeTimeout), host: hostOf(c.RemoteAddr())}
@@ -110,11 +112,8 @@ func (g *connGuard) accept(c net.Conn) net.Conn {
 			sameHost++
 		}
 	}
-	switch {
-	case g.lim.MaxPendingHandshakesPerAddress > 0 && sameHost > g.lim.MaxPendingHandshakesPerAddress:
-		evict = g.evictee(gc, true)
-	case len(g.pending) > g.lim.MaxPendingHandshakes:
-		evict = g.evictee(gc, false)
+	if len(g.pending) > g.lim.MaxPendingHandshakes {
+		evict = g.evictee(gc, g.lim.MaxPendingHandshakesPerAddress > 0 && sameHost > g.lim.MaxPendingHandshakesPerAddress)
 	}
 	g.mu.Unlock()
 	if evict != nil {
