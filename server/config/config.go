@@ -441,7 +441,7 @@ func parse(data []byte, path, dir string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: the configuration is empty; see server/config/example.yaml", name)
+		return nil, fmt.Errorf("%s: the configuration is empty; start from examples/dpsql.yaml (README, section Your own data)", name)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
