@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -386,21 +387,10 @@ func (p *policy) protectedSource(n sql.Node) (source, bool) {
 			s.join = pj
 			n = t
 			continue
-		case *plan.TableAlias:
-			rt, ok := c.Child.(*plan.ResolvedTable)
-			if !ok {
+		case *plan.TableAlias, *plan.ResolvedTable:
+			var ok bool
+			if s.db, s.name, s.ref, s.table, ok = resolvedLeaf(c); !ok {
 				return s, false
-			}
-			s.ref = c.Name()
-			n = rt
-			continue
-		case *plan.ResolvedTable:
-			if c.Database() == nil {
-				return s, false
-			}
-			s.db, s.name, s.table = c.Database().Name(), c.Name(), c.UnderlyingTable()
-			if s.ref == "" {
-				s.ref = c.Name()
 			}
 			unit, ok := p.gov.PrivacyUnit(s.db, s.name)
 			s.unit = unit
@@ -408,6 +398,21 @@ func (p *policy) protectedSource(n sql.Node) (source, bool) {
 		}
 		return s, false
 	}
+}
+
+// resolvedLeaf matches [TableAlias] over a ResolvedTable of a database: its
+// database, its name, the name its columns are qualified with (the alias,
+// or the table's name) and the table.
+func resolvedLeaf(n sql.Node) (db, name, ref string, table sql.Table, ok bool) {
+	var alias string
+	if a, isAlias := n.(*plan.TableAlias); isAlias {
+		alias, n = a.Name(), a.Child
+	}
+	rt, isTable := n.(*plan.ResolvedTable)
+	if !isTable || rt.Database() == nil {
+		return "", "", "", nil, false
+	}
+	return rt.Database().Name(), rt.Name(), cmp.Or(alias, rt.Name()), rt.UnderlyingTable(), true
 }
 
 // outputOrder is one ORDER BY field of a private SELECT DISTINCT: the

@@ -83,21 +83,10 @@ func (p *policy) publicTable(n sql.Node) (publicSource, bool) {
 			s.filters = append(s.filters, c.Expression)
 			n = c.Child
 			continue
-		case *plan.TableAlias:
-			rt, ok := c.Child.(*plan.ResolvedTable)
-			if !ok {
+		case *plan.TableAlias, *plan.ResolvedTable:
+			var ok bool
+			if s.db, s.name, s.ref, s.table, ok = resolvedLeaf(c); !ok {
 				return s, false
-			}
-			s.ref = c.Name()
-			n = rt
-			continue
-		case *plan.ResolvedTable:
-			if c.Database() == nil {
-				return s, false
-			}
-			s.db, s.name, s.table = c.Database().Name(), c.Name(), c.UnderlyingTable()
-			if s.ref == "" {
-				s.ref = c.Name()
 			}
 			if _, prot := p.gov.PrivacyUnit(s.db, s.name); prot {
 				return s, false

@@ -288,6 +288,16 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 	return rows, nil
 }
 
+// chargeOrReuse charges the node's releases, or finds them stored: then
+// stored is the stored release, decoded.
+func (r *Release) chargeOrReuse(ctx *sql.Context) (u *release.Reuse, stored release.Released, err error) {
+	if u, err = release.ChargeOrReuse(ctx, r.gov, r.requests(ctx)); err != nil || !u.Reused() {
+		return u, stored, err
+	}
+	stored, err = r.stored(u)
+	return u, stored, err
+}
+
 // stored decodes a reused release and checks that it has the shape this
 // node releases (a different shape under the same key would be a bug).
 func (r *Release) stored(u *release.Reuse) (release.Released, error) {
@@ -329,13 +339,9 @@ func (r *Release) releaseSets(ctx *sql.Context) (release.Released, *release.Reus
 		}
 		builders[i] = b
 	}
-	u, err := release.ChargeOrReuse(ctx, r.gov, r.requests(ctx))
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	if u.Reused() {
-		core, err := r.stored(u)
-		return core, u, err
+	u, stored, err := r.chargeOrReuse(ctx)
+	if err != nil || u.Reused() {
+		return stored, u, err
 	}
 	// A release that reads whole plain columns takes their grouped pairs
 	// from the release index (the same pairs, so the same release; see
@@ -442,13 +448,9 @@ func (r *Release) releaseAggregates(ctx *sql.Context) (release.Released, *releas
 	if err != nil {
 		return release.Released{}, nil, err
 	}
-	u, err := release.ChargeOrReuse(ctx, r.gov, r.requests(ctx))
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	if u.Reused() {
-		core, err := r.stored(u)
-		return core, u, err
+	u, stored, err := r.chargeOrReuse(ctx)
+	if err != nil || u.Reused() {
+		return stored, u, err
 	}
 	enc := keyEncoder{n: r.groupKeys}
 	var kbuf []byte

@@ -148,16 +148,25 @@ func (s *Set) Reset() {
 	s.keys, s.rows, s.hasNull, s.nrows, s.bytes, s.done = map[string]struct{}{}, nil, false, 0, 0, false
 }
 
-// Add adds one public value (nil: NULL). It fails beyond the limits, and
-// for a value that cannot be compared in the set's class.
-func (s *Set) Add(ctx *sql.Context, v any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// countRow counts one more public row read, failing beyond the limit.
+// Call with s.mu held.
+func (s *Set) countRow() error {
 	if s.keys == nil {
 		s.keys = map[string]struct{}{}
 	}
 	if s.nrows++; s.nrows > s.lim.MaxRows {
 		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup: the server's limits.public_lookup_rows)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
+	}
+	return nil
+}
+
+// Add adds one public value (nil: NULL). It fails beyond the limits, and
+// for a value that cannot be compared in the set's class.
+func (s *Set) Add(ctx *sql.Context, v any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.countRow(); err != nil {
+		return err
 	}
 	if v == nil {
 		s.hasNull = true
@@ -184,11 +193,8 @@ func (s *Set) Add(ctx *sql.Context, v any) error {
 func (s *Set) AddRow(ctx *sql.Context, v any, row []any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keys == nil {
-		s.keys = map[string]struct{}{}
-	}
-	if s.nrows++; s.nrows > s.lim.MaxRows {
-		return fmt.Errorf("%w: %s has more than %d rows (at most %d public rows are read into one lookup: the server's limits.public_lookup_rows)", ErrTooLarge, s.what, s.lim.MaxRows, s.lim.MaxRows)
+	if err := s.countRow(); err != nil {
+		return err
 	}
 	if v == nil {
 		return nil

@@ -6,10 +6,8 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
-	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -77,62 +75,9 @@ func AuditSchema() sql.Schema {
 // the engine's provider. An administrator sees every record; any other
 // account only its own. Like DP_BUDGET it takes no arguments (filter with
 // WHERE) and needs a current database.
-func AuditFunction(g *Governor) sql.TableFunction { return &auditNode{gov: g} }
-
-type auditNode struct {
-	gov *Governor
-	db  sql.Database
-}
-
-var (
-	_ sql.TableFunction = (*auditNode)(nil)
-	_ sql.ExecSourceRel = (*auditNode)(nil)
-)
-
-func (n *auditNode) NewInstance(_ *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
-	if len(args) != 0 {
-		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
-			"Incorrect parameter count in the call to DP_AUDIT: it takes no arguments; filter with WHERE, e.g. WHERE database_name = '…' ORDER BY seq DESC LIMIT 10")
-	}
-	return &auditNode{gov: n.gov, db: db}, nil
-}
-
-func (n *auditNode) Name() string                  { return AuditName }
-func (n *auditNode) String() string                { return "DP_AUDIT()" }
-func (n *auditNode) Schema() sql.Schema            { return AuditSchema() }
-func (n *auditNode) Children() []sql.Node          { return nil }
-func (n *auditNode) Resolved() bool                { return true }
-func (n *auditNode) IsReadOnly() bool              { return true }
-func (n *auditNode) Expressions() []sql.Expression { return nil }
-func (n *auditNode) Database() sql.Database        { return n.db }
-
-func (n *auditNode) WithChildren(children ...sql.Node) (sql.Node, error) {
-	if len(children) != 0 {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
-	}
-	return n, nil
-}
-
-func (n *auditNode) WithExpressions(exprs ...sql.Expression) (sql.Node, error) {
-	if len(exprs) != 0 {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(exprs), 0)
-	}
-	return n, nil
-}
-
-func (n *auditNode) WithDatabase(db sql.Database) (sql.Node, error) {
-	nn := *n
-	nn.db = db
-	return &nn, nil
-}
-
-// RowIter implements sql.ExecSourceRel.
-func (n *auditNode) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
-	rows, err := n.gov.AuditRows(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sql.RowsToRowIter(rows...), nil
+func AuditFunction(g *Governor) sql.TableFunction {
+	return &rowsFunction{name: AuditName, schema: AuditSchema(), rows: g.AuditRows,
+		advice: "filter with WHERE, e.g. WHERE database_name = '…' ORDER BY seq DESC LIMIT 10"}
 }
 
 // AuditRows returns the rows DP_AUDIT() shows ctx's user.

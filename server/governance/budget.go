@@ -6,10 +6,8 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
-	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/sqlext/accounting"
@@ -72,62 +70,9 @@ func BudgetSchema() sql.Schema {
 // analyst sees their own accounts; an administrator sees every analyst's.
 // Like every table function in go-mysql-server v0.20.0, it needs a current
 // database (any).
-func BudgetFunction(g *Governor) sql.TableFunction { return &budgetNode{gov: g} }
-
-type budgetNode struct {
-	gov *Governor
-	db  sql.Database
-}
-
-var (
-	_ sql.TableFunction = (*budgetNode)(nil)
-	_ sql.ExecSourceRel = (*budgetNode)(nil)
-)
-
-func (n *budgetNode) NewInstance(_ *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
-	if len(args) != 0 {
-		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
-			"Incorrect parameter count in the call to DP_BUDGET: it takes no arguments; filter with WHERE database_name = '…'")
-	}
-	return &budgetNode{gov: n.gov, db: db}, nil
-}
-
-func (n *budgetNode) Name() string                  { return BudgetName }
-func (n *budgetNode) String() string                { return "DP_BUDGET()" }
-func (n *budgetNode) Schema() sql.Schema            { return BudgetSchema() }
-func (n *budgetNode) Children() []sql.Node          { return nil }
-func (n *budgetNode) Resolved() bool                { return true }
-func (n *budgetNode) IsReadOnly() bool              { return true }
-func (n *budgetNode) Expressions() []sql.Expression { return nil }
-func (n *budgetNode) Database() sql.Database        { return n.db }
-
-func (n *budgetNode) WithChildren(children ...sql.Node) (sql.Node, error) {
-	if len(children) != 0 {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
-	}
-	return n, nil
-}
-
-func (n *budgetNode) WithExpressions(exprs ...sql.Expression) (sql.Node, error) {
-	if len(exprs) != 0 {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(exprs), 0)
-	}
-	return n, nil
-}
-
-func (n *budgetNode) WithDatabase(db sql.Database) (sql.Node, error) {
-	nn := *n
-	nn.db = db
-	return &nn, nil
-}
-
-// RowIter implements sql.ExecSourceRel.
-func (n *budgetNode) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
-	rows, err := n.gov.BudgetRows(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sql.RowsToRowIter(rows...), nil
+func BudgetFunction(g *Governor) sql.TableFunction {
+	return &rowsFunction{name: BudgetName, schema: BudgetSchema(), rows: g.BudgetRows,
+		advice: "filter with WHERE database_name = '…'"}
 }
 
 // BudgetRows returns the rows DP_BUDGET() shows ctx's user.
