@@ -212,6 +212,12 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	fcfg.Governor = gov
 	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	lim := serverLimits(cfg.Limits)
+	if used := memoryInUse(); lim.MaxMemoryBytes > 0 && used > uint64(lim.MaxMemoryBytes)/10*8 {
+		// The memory guard would stop analysts' statements all the time.
+		fmt.Fprintf(logw, "WARNING: the loaded data already takes %d MiB, more than 80%% of limits.max_memory_bytes (%d MiB): "+
+			"analysts' statements will be stopped with error 1041; raise the limit (or GOMEMLIMIT) or serve less data\n",
+			used>>20, lim.MaxMemoryBytes>>20)
+	}
 	popts := []planner.PolicyOption{
 		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
 		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),

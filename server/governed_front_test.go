@@ -77,3 +77,25 @@ func TestPortInUseBeforeLoading(t *testing.T) {
 	}
 	t.Logf("refused in %v: %v", time.Since(start), err)
 }
+
+// TestMemoryLimitBelowData: a server whose loaded data already fills most
+// of limits.max_memory_bytes says so when it starts (its memory guard would
+// stop every analyst statement).
+func TestMemoryLimitBelowData(t *testing.T) {
+	d := newDeployment(t, false)
+	cfg, err := config.Load(d.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Limits.MaxMemoryBytes = 1 << 20
+	var log strings.Builder
+	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(time.Second)
+	if !strings.Contains(log.String(), "WARNING: the loaded data already takes") || !strings.Contains(log.String(), "limits.max_memory_bytes (1 MiB)") {
+		t.Errorf("no warning in the start log:\n%s", log.String())
+	}
+}
