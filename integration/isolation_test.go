@@ -5,11 +5,13 @@ import (
 	dbsql "database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,18 +65,18 @@ func writeIsolationTable(t testing.TB, path string, withVictim bool) {
 
 // startIsolation starts one deployment (the victim in it or not), with
 // releases seeded identically.
-func startIsolation(t testing.TB, withVictim bool) string {
+func startIsolation(t testing.TB, withVictim bool, log ...io.Writer) string {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "people.tsv")
 	writeIsolationTable(t, data, withVictim)
-	return startIsolationAt(t, dir, data).Addr()
+	return startIsolationAt(t, dir, data, log...).Addr()
 }
 
 // startIsolationAt serves the isolation deployment from dir with the people
 // table in data (startIsolation's; called again on the same dir, it
 // restarts on the same ledger).
-func startIsolationAt(t testing.TB, dir, data string) *server.Governed {
+func startIsolationAt(t testing.TB, dir, data string, log ...io.Writer) *server.Governed {
 	t.Helper()
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
@@ -109,7 +111,11 @@ accounts:
         - {database: iso, epsilon: 100000, delta: 0.5}
 `, data, filepath.Join(dir, "lookup.tsv"), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
 	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
-	return startConfig(t, dir, cfg, server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}})
+	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
+	if len(log) > 0 {
+		o.Log = log[0]
+	}
+	return startConfig(t, dir, cfg, o)
 }
 
 // isoConn opens one analyst connection (server-side prepared statements).
@@ -287,6 +293,19 @@ func isolationAttacks() []attack {
 	add("time/benchmark", "SELECT DISTINCT note FROM people WHERE "+victim+" AND BENCHMARK(100000000, MD5(email)) = 0")
 	add("time/like_backtracking", "SELECT DISTINCT note FROM people WHERE "+victim+" AND secret LIKE '%a%a%a%a%a%a%a%a%a%a%a%b'")
 
+	// The release index (plain key column, no filter or a filter on the
+	// privacy unit only, evaluated once per user): warnings, errors and
+	// panics that only the victim's unit value causes, and the warning
+	// count a per-user evaluation could expose.
+	add("index/whole_column", "SELECT DISTINCT note FROM people")
+	add("index/set_union_whole_column", "SELECT DP_SET_UNION(note, user_id) FROM people")
+	add("index/warning_every_user", "SELECT DISTINCT note FROM people WHERE INET_ATON(user_id) IS NULL")
+	add("index/warning_victim", "SELECT DISTINCT note FROM people WHERE IF("+victim+", CAST(user_id AS SIGNED), 1) = 1")
+	add("index/division_victim", "SELECT DISTINCT note FROM people WHERE IF("+victim+", 1 / 0, 1) IS NOT NULL")
+	add("index/panic_victim", "SELECT DISTINCT note FROM people WHERE IF("+victim+", LOCATE('a', user_id, -3224116), 1) > 0")
+	add("index/set_union_cast_victim", "SELECT DP_SET_UNION(note, user_id) FROM people WHERE IF("+victim+", CAST(user_id AS DATE), 1) IS NOT NULL")
+	add("index/group_by_victim_only", "SELECT note FROM people WHERE "+victim+" GROUP BY note")
+
 	// Public lookups (IN / EXISTS over the public table lookup): the
 	// public side is read before the protected scan, the probe is sealed.
 	add("public/in_victim_filter", "SELECT DISTINCT note FROM people WHERE "+victim+" AND secret IN (SELECT k FROM lookup)")
@@ -321,8 +340,18 @@ func isolationAttacks() []attack {
 // TestIsolation runs every attack on both deployments and requires the
 // same observation, no victim value anywhere, and a live connection.
 func TestIsolation(t *testing.T) {
-	without := startIsolation(t, false)
-	with := startIsolation(t, true)
+	var logWithout, logWith lockedBuffer
+	without := startIsolation(t, false, &logWithout)
+	with := startIsolation(t, true, &logWith)
+	// The index/ attacks must take the release index's path: both
+	// deployments build the index of people.note.
+	defer func() {
+		for name, l := range map[string]*lockedBuffer{"without": &logWithout, "with": &logWith} {
+			if !strings.Contains(l.String(), "release index iso.people(note by user_id)") {
+				t.Errorf("deployment %s victim: no release index was built for people.note (its log:\n%s)", name, l.String())
+			}
+		}
+	}()
 	for _, a := range isolationAttacks() {
 		t.Run(a.name, func(t *testing.T) {
 			o0 := observe(t, without, a)
@@ -345,6 +374,24 @@ func TestIsolation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a log that goroutines may write while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // compareObservations reports every observable that differs.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -27,7 +28,7 @@ type session struct {
 // above their bound; the variable keeps its previous value.
 func (s *session) SetUserVariable(ctx *sql.Context, name string, value any, typ sql.Type) error {
 	n := valueBytes(value)
-	key := lowerASCII(name)
+	key := strings.ToLower(name)
 	s.mu.Lock()
 	if s.sizes == nil {
 		s.sizes = map[string]int{}
@@ -60,14 +61,4 @@ func valueBytes(v any) int {
 	default:
 		return 16
 	}
-}
-
-func lowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
