@@ -75,19 +75,56 @@ func Bernoulli(r *rand.Rand, p float64) bool {
 	if p >= 1 {
 		return true
 	}
+	return bernoulliFrom(r, p, r.Uint64())
+}
+
+// bernoulliFrom is Bernoulli for p ∈ (0, 1) whose first random word w the
+// caller has already drawn.
+func bernoulliFrom(r *rand.Rand, p float64, w uint64) bool {
 	frac, exp := math.Frexp(p) // p = frac·2^exp, frac ∈ [0.5, 1), exp ≤ 0
 	// Leading zeros of p's expansion: the first −exp bits of U must all be 0.
 	for z := -exp; z > 0; z -= 64 {
-		w := r.Uint64()
 		if z < 64 {
 			w >>= 64 - uint(z) // keep the top z bits
 		}
 		if w != 0 {
 			return false
 		}
+		w = r.Uint64()
 	}
 	m := uint64(math.Ldexp(frac, 53)) // 53-bit mantissa of p
-	return r.Uint64()>>11 < m
+	return w>>11 < m
+}
+
+// BernoulliBelow returns Bernoulli(r, p()) for a probability known to lie in
+// (0, 2^−k), 1 ≤ k ≤ 64, and calls p only when the first random word does
+// not decide alone. It reads exactly the words Bernoulli(r, p()) reads, so a
+// seeded run gives the same result and leaves r in the same state; only the
+// cost differs.
+//
+// Why: p < 2^−k means that p = frac·2^e with e ≤ −k, so Bernoulli's uniform U
+// is below p only if U's first −e ≥ k bits, all taken from its first word,
+// are zero. If the top k bits of that word are not all zero, U ≥ p whatever
+// p is exactly, and Bernoulli returns false after that one word as well. That
+// happens with probability 1 − 2^−k; otherwise p() is evaluated and the
+// comparison goes on from the same word. Releases use it for the many items
+// whose weight lies far below the threshold, where p costs an erfc or an exp.
+//
+// It panics if p() is not in (0, 2^−k): the caller's bound was wrong, and
+// the draws would differ from Bernoulli's.
+func BernoulliBelow(r *rand.Rand, k int, p func() float64) bool {
+	if k < 1 || k > 64 {
+		panic("securerand: BernoulliBelow needs 1 ≤ k ≤ 64")
+	}
+	w := r.Uint64()
+	if w>>(64-uint(k)) != 0 {
+		return false
+	}
+	v := p()
+	if !(v > 0) || v >= math.Ldexp(1, -k) {
+		panic("securerand: BernoulliBelow's probability is outside (0, 2^-k)")
+	}
+	return bernoulliFrom(r, v, w)
 }
 
 // SampleInPlace moves a uniformly random k-subset of s (sampled without

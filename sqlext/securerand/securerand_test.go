@@ -163,3 +163,67 @@ func TestSources(t *testing.T) {
 		t.Errorf("crypto source repeated values: %d distinct of 1000", len(seen))
 	}
 }
+
+// leadingZeros is a source whose words often start with many zero bits, so
+// that Bernoulli's slow paths (several words, a comparison of mantissas) run
+// often.
+type leadingZeros struct{ r *rand.Rand }
+
+func (s leadingZeros) Uint64() uint64 {
+	switch s.r.IntN(4) {
+	case 0:
+		return 0
+	case 1:
+		return s.r.Uint64() >> s.r.IntN(64)
+	}
+	return s.r.Uint64()
+}
+
+// TestBernoulliBelowSameDraws checks BernoulliBelow's promise: for every
+// p() in (0, 2^−k) it returns what Bernoulli returns and leaves the source in
+// the same state, including when the first word does not decide.
+func TestBernoulliBelowSameDraws(t *testing.T) {
+	g := rand.New(rand.NewPCG(3, 4))
+	slow := 0
+	for trial := range 200_000 {
+		k := 1 + g.IntN(64)
+		// p just below 2^−k, or anywhere below, down to subnormals.
+		p := math.Ldexp(1, -k) * (1 - g.Float64())
+		if trial%2 == 1 {
+			p = math.Ldexp(p, -g.IntN(1100))
+		}
+		if !(p > 0) || p >= math.Ldexp(1, -k) {
+			continue
+		}
+		seed := g.Uint64()
+		a := rand.New(leadingZeros{rand.New(rand.NewPCG(seed, 1))})
+		b := rand.New(leadingZeros{rand.New(rand.NewPCG(seed, 1))})
+		called := false
+		got := BernoulliBelow(a, k, func() float64 { called = true; return p })
+		if called {
+			slow++
+		}
+		if want := Bernoulli(b, p); got != want || a.Uint64() != b.Uint64() {
+			t.Fatalf("k=%d p=%g: BernoulliBelow %v, Bernoulli %v (or the sources diverged)", k, p, got, want)
+		}
+	}
+	if slow < 1000 {
+		t.Fatalf("the probability was evaluated only %d times: the slow path is barely tested", slow)
+	}
+}
+
+func TestBernoulliBelowRefusesWrongBound(t *testing.T) {
+	zero := rand.New(leadingZeros{rand.New(rand.NewPCG(1, 1))})
+	for _, p := range []float64{0, 0.25, 1} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("p = %v with k = 2 did not panic", p)
+				}
+			}()
+			for range 1000 { // until a first word leaves the decision to p
+				BernoulliBelow(zero, 2, func() float64 { return p })
+			}
+		}()
+	}
+}
