@@ -412,11 +412,12 @@ func (b *Builder) ReleaseContext(ctx context.Context, rng *rand.Rand) (Result, e
 			return Result{}, err
 		}
 		weights = h.W
+		d := b.cal.drawer(0)
 		for i := 0; i < n; i++ {
 			if i%checkItems == 0 && ctx.Err() != nil {
 				return Result{}, ctx.Err()
 			}
-			if w := h.W[i]; w > 0 && securerand.Bernoulli(rng, b.cal.ReleaseProbability(w)) {
+			if w := h.W[i]; w > 0 && d.draw(rng, w) {
 				released = append(released, uint32(i))
 			}
 		}
@@ -664,6 +665,7 @@ func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, or
 		if err != nil {
 			return nil, nil, err
 		}
+		d := b.cal.drawer(r)
 		for i, w := range h.W {
 			if i%checkItems == 0 && ctx.Err() != nil {
 				return nil, nil, ctx.Err()
@@ -672,7 +674,7 @@ func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, or
 				continue
 			}
 			seen[i] = max(seen[i], w)
-			if securerand.Bernoulli(rng, b.cal.RoundProbability(r, w)) {
+			if d.draw(rng, w) {
 				done[i] = true
 				released = append(released, uint32(i))
 			}

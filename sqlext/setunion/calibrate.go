@@ -2,8 +2,10 @@ package setunion
 
 import (
 	"math"
+	"math/rand/v2"
 
 	"github.com/dpsql/dpsql/sqlext/noise"
+	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
 // Calibration is what a release will use, computed from options alone (no
@@ -326,4 +328,89 @@ func laplaceSurvival(x, lambda float64) float64 {
 		return 0.5 * math.Exp(-x/lambda)
 	}
 	return 1 - 0.5*math.Exp(x/lambda)
+}
+
+// tailBits is the k of securerand.BernoulliBelow in the release draws: for
+// the weights of the tail (probability below 2^−k) the probability is
+// evaluated once in 2^k draws.
+const tailBits = 10
+
+// draw is the release decision of one mechanism or dp_sips round: an exact
+// Bernoulli draw with probability p(w), nondecreasing in the weight w. For
+// w in (lo, hi] it is known that 0 < p(w) < 2^−tailBits, and the draw
+// evaluates p only when the first random word does not decide
+// (securerand.BernoulliBelow): the same draws and result as
+// securerand.Bernoulli(rng, p(w)), for a fraction of the cost, since most
+// items of a release lie far below the threshold.
+type draw struct {
+	p      func(w float64) float64
+	lo, hi float64
+}
+
+// drawer returns the release decision of c, for dp_sips of round r.
+func (c Calibration) drawer(r int) draw {
+	var d draw
+	center, scale := c.Rho, c.Scale
+	switch {
+	case c.Mechanism == DPSIPS:
+		rd := c.Rounds[r]
+		d.p = func(w float64) float64 { return c.RoundProbability(r, w) }
+		center, scale = rd.Rho, rd.Sigma
+	case c.Noise == Exact:
+		d.p = c.ReleaseProbability
+		d.lo, d.hi = 1, 0 // a table look-up: no tail
+		return d
+	default:
+		d.p = c.ReleaseProbability
+	}
+	d.lo, d.hi = tailRange(d.p, center, scale)
+	return d
+}
+
+// draws is securerand.Bernoulli(rng, d.p(w)).
+func (d draw) draw(rng *rand.Rand, w float64) bool {
+	if w > d.lo && w <= d.hi {
+		return securerand.BernoulliBelow(rng, tailBits, func() float64 { return d.p(w) })
+	}
+	return securerand.Bernoulli(rng, d.p(w))
+}
+
+// tailRange returns lo < hi with 2^−1000 ≤ p(lo) and p(hi) ≤ 2^−(tailBits+1),
+// found by bisection over [center − 2000·scale, center], or lo ≥ hi when
+// there is no such range. Then every w in (lo, hi] has
+// 0 < p(w) < 2^−tailBits: p is nondecreasing (Φ and the Laplace survival
+// function of (w − ρ)/scale), and the factors 2 and 2^(1000−1074) between
+// these bounds and those BernoulliBelow needs cover the few ulps by which a
+// computed erfc or exp may fail to be monotone.
+func tailRange(p func(float64) float64, center, scale float64) (lo, hi float64) {
+	if !(scale > 0) || math.IsInf(center, 0) || math.IsNaN(center) {
+		return 1, 0
+	}
+	// first returns the smallest-ish w in [a, b] with p(w) > target, given
+	// p(a) ≤ target < p(b) (bisection until a and b are adjacent floats).
+	bisect := func(a, b, target float64) (float64, float64) {
+		for range 200 {
+			m := a + (b-a)/2
+			if m <= a || m >= b {
+				break
+			}
+			if p(m) > target {
+				b = m
+			} else {
+				a = m
+			}
+		}
+		return a, b
+	}
+	a, b := center-2000*scale, center
+	hiTarget, loTarget := math.Ldexp(1, -(tailBits + 1)), math.Ldexp(1, -1000)
+	if !(p(a) <= loTarget) || !(p(b) > hiTarget) {
+		return 1, 0
+	}
+	hi, _ = bisect(a, b, hiTarget) // p(hi) ≤ hiTarget
+	_, lo = bisect(a, hi, loTarget) // p(lo) > loTarget
+	if !(p(hi) <= hiTarget) || !(p(lo) >= loTarget) {
+		return 1, 0
+	}
+	return lo, hi
 }
