@@ -403,11 +403,11 @@ func tailRange(p func(float64) float64, center, scale float64) (lo, hi float64) 
 		return a, b
 	}
 	a, b := center-2000*scale, center
-	hiTarget, loTarget := math.Ldexp(1, -(tailBits + 1)), math.Ldexp(1, -1000)
+	hiTarget, loTarget := math.Ldexp(1, -(tailBits+1)), math.Ldexp(1, -1000)
 	if !(p(a) <= loTarget) || !(p(b) > hiTarget) {
 		return 1, 0
 	}
-	hi, _ = bisect(a, b, hiTarget) // p(hi) ≤ hiTarget
+	hi, _ = bisect(a, b, hiTarget)  // p(hi) ≤ hiTarget
 	_, lo = bisect(a, hi, loTarget) // p(lo) > loTarget
 	if !(p(hi) <= hiTarget) || !(p(lo) >= loTarget) {
 		return 1, 0
