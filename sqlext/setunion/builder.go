@@ -57,6 +57,10 @@ type Builder struct {
 	// lists and compaction.
 	last        []lastSeen
 	occurrences int64
+	// prep, when not nil, is the builder's input (NewPreparedBuilder),
+	// shared read-only with other builders: lists is prep's, and users and
+	// items stay empty until the builder is changed (own).
+	prep *Prepared
 }
 
 // NewBuilder validates o and returns an empty builder.
@@ -134,6 +138,7 @@ func (b *Builder) AddID(u uint32, item []byte) {
 }
 
 func (b *Builder) user(name []byte) uint32 {
+	b.own()
 	u, added := b.users.ID(name)
 	if added {
 		b.lists = append(b.lists, nil)
@@ -143,6 +148,7 @@ func (b *Builder) user(name []byte) uint32 {
 }
 
 func (b *Builder) item(name []byte) uint32 {
+	b.own()
 	i, added := b.items.ID(name)
 	if added {
 		b.last = append(b.last, lastSeen{u: noUser})
@@ -267,6 +273,9 @@ func (b *Builder) Group() Stats {
 // of each goroutine. Users are compacted one at a time, so a stopped group
 // leaves every list either compacted or as it was.
 func (b *Builder) group(ctx context.Context) (Stats, error) {
+	if b.prep != nil {
+		return b.prep.stats, ctx.Err()
+	}
 	var dirty int
 	for u, l := range b.lists {
 		dirty += len(l) - int(b.clean[u])
@@ -352,7 +361,7 @@ type Result struct {
 	// Missing).
 	Missing Missing
 
-	items   *Interner
+	lookup  func(item string) (uint32, bool)
 	weights []float64
 }
 
@@ -360,7 +369,10 @@ type Result struct {
 // (for dp_sips, in any round). The n-gram extractor needs supp(H_k) to draw
 // spurious k-grams from V_k \ supp(H_k).
 func (r *Result) InSupport(item string) bool {
-	i, ok := r.items.Lookup([]byte(item))
+	if r.lookup == nil {
+		return false
+	}
+	i, ok := r.lookup(item)
 	return ok && r.weights[i] > 0
 }
 
@@ -398,7 +410,7 @@ func (b *Builder) ReleaseContext(ctx context.Context, rng *rand.Rand) (Result, e
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	n := b.items.Len()
+	n := b.numItems()
 	var released []uint32
 	var weights []float64
 	switch b.cal.Mechanism {
@@ -430,15 +442,21 @@ func (b *Builder) ReleaseContext(ctx context.Context, rng *rand.Rand) (Result, e
 	}
 	items := make([]string, len(released))
 	for k, i := range released {
-		items[k] = b.items.String(i)
+		items[k] = b.itemString(i)
 	}
 	slices.Sort(items)
 	missing, err := b.missing(ctx, released)
 	if err != nil {
 		return Result{}, err
 	}
+	var lookup func(string) (uint32, bool)
+	if b.prep != nil {
+		lookup = b.prep.lookup
+	} else {
+		lookup = func(item string) (uint32, bool) { return b.items.Lookup([]byte(item)) }
+	}
 	return Result{Items: items, Stats: stats, Support: support, Missing: missing,
-		items: &b.items, weights: weights}, nil
+		lookup: lookup, weights: weights}, nil
 }
 
 // Missing is the second utility measure of a release, next to the number of
@@ -461,6 +479,9 @@ type Missing struct {
 // missing computes the missing mass of a release of the item ids released
 // from every user's full (unbounded) list.
 func (b *Builder) missing(ctx context.Context, released []uint32) (Missing, error) {
+	if b.prep != nil {
+		return b.prep.missing(released), ctx.Err()
+	}
 	in := make([]bool, b.items.Len())
 	for _, i := range released {
 		in[i] = true
@@ -493,13 +514,13 @@ func (b *Builder) missing(ctx context.Context, released []uint32) (Missing, erro
 // do not depend on the order and get the insertion order.
 func (b *Builder) userOrder(key [2]uint64) []uint32 {
 	if !b.cal.Mechanism.Sequential() {
-		order := make([]uint32, b.users.Len())
+		order := make([]uint32, b.numUsers())
 		for i := range order {
 			order[i] = uint32(i)
 		}
 		return order
 	}
-	return orderUsers(key, b.users.Len(), b.users.Bytes)
+	return b.orderAll(key)
 }
 
 // OrderUsers returns the indexes of names sorted by UserHash under key, ties
@@ -565,23 +586,35 @@ func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weight
 	if b.cal.Auto != nil {
 		return nil, nil, Stats{}, fmt.Errorf("max_items = 0 (chosen privately) needs all users at once; give a fixed max_items for a sharded release")
 	}
+	b.own()
 	stats = b.Group()
 	h, _ := b.histogram(context.Background(), rng, key, b.userOrder(key), b.cal.Mechanism, b.cal.Gamma, b.cal.MaxItems, nil)
 	return b.items.Strings(), h.W, stats, nil
 }
 
 // histogram builds H with rule m over users in order, skipping items marked in
-// exclude (dp_sips removes released items between rounds). It stops with
-// ctx's error, looked at every checkUsers users.
-func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []bool) (*Histogram, error) {
-	h := NewHistogram(m, gamma, b.items.Len())
+// the bitset exclude (dp_sips removes released items between rounds; nil:
+// none). It stops with ctx's error, looked at every checkUsers users.
+//
+// A user's items are read from the flat item ids of prepared input when
+// there are (consecutive in memory, half the bytes of the lists), and
+// handed to the update rule without a copy when nothing is excluded or
+// sampled; the items, their order and the random draws are those of the
+// lists either way.
+func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []uint64) (*Histogram, error) {
+	h := NewHistogram(m, gamma, b.numItems())
 	greedy := m.greedy()
 	if greedy {
-		h.Tie = make([]uint64, b.items.Len())
+		h.Tie = make([]uint64, b.numItems())
 		for i := range h.Tie {
-			h.Tie[i] = UserHash(key, b.items.Bytes(uint32(i)))
+			h.Tie[i] = b.itemHash(key, uint32(i))
 		}
 	}
+	var fl *flatLists
+	if b.prep != nil && !greedy {
+		fl = b.prep.flat()
+	}
+	bounded := m.Bounded()
 	var items []uint32
 	var prio []float64
 	for k, u := range order {
@@ -590,19 +623,40 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 		}
 		items = items[:0]
 		prio = prio[:0]
+		if fl != nil {
+			src := fl.ids[fl.off[u]:fl.off[u+1]]
+			switch {
+			case exclude == nil && !(bounded && len(src) > bound):
+				h.Update(src, nil) // the rules without priorities only read items
+				continue
+			case exclude == nil:
+				items = append(items, src...)
+			default:
+				// Without a branch: about half the pairs belong to the
+				// frequent items released in earlier rounds.
+				items = slices.Grow(items, len(src))[:len(src)]
+				n := 0
+				for _, i := range src {
+					items[n] = i
+					n += int(^exclude[i>>6]>>(i&63)) & 1
+				}
+				items = items[:n]
+			}
+			if bounded && len(items) > bound {
+				items = securerand.SampleInPlace(rng, items, bound)
+			}
+			h.Update(items, nil)
+			continue
+		}
 		for _, e := range b.lists[u] {
 			i := uint32(e >> 32)
-			if exclude != nil && exclude[i] {
+			if exclude != nil && exclude[i>>6]&(1<<(i&63)) != 0 {
 				continue
 			}
 			items = append(items, i)
 			if greedy {
 				if m.publicPriority() {
-					f, ok := b.opts.Public[string(b.items.Bytes(i))]
-					if !ok {
-						f = 1
-					}
-					prio = append(prio, f)
+					prio = append(prio, b.publicFrequency(i))
 				} else {
 					prio = append(prio, float64(e&0xffffffff))
 				}
@@ -652,16 +706,20 @@ func topByPriority(items []uint32, prio []float64, tie []uint64, k int) ([]uint3
 // removed from every user before the next round. It returns the released ids
 // and, per item, the largest weight it had in any round (for Support).
 func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32) ([]uint32, []float64, error) {
-	n := b.items.Len()
-	done := make([]bool, n)
+	n := b.numItems()
+	done := make([]uint64, (n+63)/64) // bitset of released items
 	seen := make([]float64, n)
 	var released []uint32
 	for r, rd := range b.cal.Rounds {
 		rule, ord := DPSIPS, order
 		if rd.Rule == PolicyGaussianL2 {
-			rule, ord = PolicyGaussianL2, orderUsers(key, b.users.Len(), b.users.Bytes)
+			rule, ord = PolicyGaussianL2, b.orderAll(key)
 		}
-		h, err := b.histogram(ctx, rng, key, ord, rule, rd.Gamma, rd.MaxItems, done)
+		exclude := done
+		if len(released) == 0 {
+			exclude = nil
+		}
+		h, err := b.histogram(ctx, rng, key, ord, rule, rd.Gamma, rd.MaxItems, exclude)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -675,7 +733,7 @@ func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, or
 			}
 			seen[i] = max(seen[i], w)
 			if d.draw(rng, w) {
-				done[i] = true
+				done[i>>6] |= 1 << (i & 63)
 				released = append(released, uint32(i))
 			}
 		}

@@ -164,6 +164,21 @@
 // still differ in one user's set only. Group then sorts the remaining lists
 // of different users on several goroutines, which touches no randomness.
 //
+// # Releasing prepared input many times
+//
+// A caller that keeps its input grouped (Grouped) prepares it once
+// (Prepare: shape and distinctness checked, then read only) and starts each
+// release with NewPreparedBuilder, which neither checks nor copies it;
+// concurrent releases share it. The release reads the same users, items and
+// sets in the same order, so nothing in the privacy argument changes, and a
+// seeded release is identical to one from pairs added one by one
+// (TestReleaseGolden pins outputs and random draws). Two costs are cut
+// without changing a draw: an item whose release probability p is known to
+// be below 2^−10 (most of supp(H), far below ρ) is decided by
+// securerand.BernoulliBelow, which evaluates p (an erfc or exp) only when
+// the first random word does not decide, once in 1024 draws; and the missing
+// mass is a sum over the released items of per-item sums computed once.
+//
 // # Defaults
 //
 // dp_sips (R = 3, fractions ∝ 0.2^(R−1−r), δ_G = 0.8δ) with Δ0 chosen

@@ -35,43 +35,20 @@ func GroupedEntry(item, count uint32) uint64 { return uint64(item)<<32 | uint64(
 // builder's mechanism sees exactly what it would see from the pairs one by
 // one; nothing about the privacy argument changes.
 //
-// The builder reads g's lists and never writes to them, so several
-// builders (concurrent releases) may share one Grouped; it interns g's
-// users and items again (O(users + items)), and checks g's shape in one
-// pass over its entries. Pairs added afterwards (Add) are appended to
-// copies.
+// It is NewPreparedBuilder(o, Prepare(g)): the builder reads g and never
+// writes to it, so several builders (concurrent releases) may share one
+// Grouped; it checks g's shape in one pass over its entries. A caller that
+// releases the same Grouped many times should Prepare it once instead.
+// Pairs added afterwards (Add) are appended to copies.
 func NewGroupedBuilder(o Options, g Grouped) (*Builder, error) {
-	cal, err := Calibrate(o)
+	if _, err := Calibrate(o); err != nil {
+		return nil, err
+	}
+	p, err := Prepare(g)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.check(); err != nil {
-		return nil, err
-	}
-	b := &Builder{
-		opts:        o,
-		cal:         cal,
-		lists:       make([][]uint64, len(g.Lists)),
-		clean:       make([]int32, len(g.Lists)),
-		last:        make([]lastSeen, len(g.Items)),
-		occurrences: g.Occurrences,
-	}
-	for u, name := range g.Users {
-		if id, added := b.users.ID([]byte(name)); !added || id != uint32(u) {
-			return nil, fmt.Errorf("grouped input: user %d repeats an earlier one", u)
-		}
-	}
-	for i, name := range g.Items {
-		if id, added := b.items.ID([]byte(name)); !added || id != uint32(i) {
-			return nil, fmt.Errorf("grouped input: item %d repeats an earlier one", i)
-		}
-		b.last[i] = lastSeen{u: noUser}
-	}
-	for u, l := range g.Lists {
-		b.lists[u] = l[:len(l):len(l)] // an append copies
-		b.clean[u] = int32(len(l))
-	}
-	return b, nil
+	return NewPreparedBuilder(o, p)
 }
 
 // check verifies the shape NewGroupedBuilder relies on.
@@ -99,6 +76,9 @@ func (g *Grouped) check() error {
 // builder's slices: a builder from NewGroupedBuilder(o, b.Grouped())
 // releases exactly as b would. b must not be used afterwards.
 func (b *Builder) Grouped() Grouped {
+	if b.prep != nil {
+		return b.prep.g
+	}
 	b.Group()
 	return Grouped{Users: b.users.Strings(), Items: b.items.Strings(), Lists: b.lists, Occurrences: b.occurrences}
 }

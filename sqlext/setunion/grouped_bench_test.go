@@ -82,3 +82,30 @@ func BenchmarkGroupedRelease(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPreparedRelease is BenchmarkGroupedRelease for a caller that
+// caches the Prepared form of its Grouped (Prepare once, then
+// NewPreparedBuilder per release).
+func BenchmarkPreparedRelease(b *testing.B) {
+	p, err := Prepare(demoGrouped())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range benchMechanisms {
+		b.Run(string(m), func(b *testing.B) {
+			o := Defaults()
+			o.Mechanism = m
+			seed := uint64(0)
+			for b.Loop() {
+				seed++
+				bl, err := NewPreparedBuilder(o, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := bl.ReleaseContext(context.Background(), rand.New(rand.NewPCG(seed, 1))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

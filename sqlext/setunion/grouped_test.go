@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -157,9 +158,74 @@ func TestGroupedBuilderRefusesBadShapes(t *testing.T) {
 		{Users: []string{"a"}, Items: []string{"x"}, Lists: [][]uint64{{GroupedEntry(1, 1)}}},
 		{Users: []string{"a"}, Items: []string{"x"}, Lists: [][]uint64{{GroupedEntry(0, 0)}}},
 		{Users: []string{"a"}, Items: []string{"x", "y"}, Lists: [][]uint64{{GroupedEntry(1, 1), GroupedEntry(0, 1)}}},
+		{Users: []string{"a", "b", "a"}, Items: []string{"x"}, Lists: [][]uint64{{GroupedEntry(0, 1)}, {GroupedEntry(0, 1)}, {GroupedEntry(0, 1)}}},
+		{Users: []string{"a"}, Items: []string{"x", "y", "z", "y"}, Lists: [][]uint64{{GroupedEntry(0, 1)}}},
 	} {
+		if _, err := Prepare(g); err == nil {
+			t.Errorf("Prepare accepted %+v", g)
+		}
 		if _, err := NewGroupedBuilder(Defaults(), g); err == nil {
 			t.Errorf("accepted %+v", g)
 		}
+	}
+}
+
+// TestPreparedConcurrentReleases runs releases of every usable mechanism
+// from one Prepared on several goroutines at once (run with -race: what
+// they share must only be read) and checks each equals the release of a
+// fresh NewGroupedBuilder with the same seed.
+func TestPreparedConcurrentReleases(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	pairs := pairsOf(r, 20_000, 800, 600)
+	g := groupPairs(pairs)
+	p, err := Prepare(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type job struct {
+		o    Options
+		seed uint64
+	}
+	var jobs []job
+	for _, m := range Mechanisms() {
+		if m.Disabled() != nil {
+			continue
+		}
+		for _, d0 := range []int{AutoMaxItems, 5} {
+			o := Defaults()
+			o.Mechanism, o.Epsilon, o.MaxItems, o.AllowUnproven = m, 4, d0, true
+			o.Public = map[string]float64{"i0": 3}
+			jobs = append(jobs, job{o, r.Uint64()})
+		}
+	}
+	got := make([]Result, len(jobs))
+	var wg sync.WaitGroup
+	for k, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := NewPreparedBuilder(j.o, p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[k] = b.Release(rand.New(rand.NewPCG(j.seed, 1)))
+			got[k].InSupport("i1") // builds the shared index concurrently
+		}()
+	}
+	wg.Wait()
+	for k, j := range jobs {
+		b, err := NewGroupedBuilder(j.o, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := b.Release(rand.New(rand.NewPCG(j.seed, 1)))
+		if !slices.Equal(got[k].Items, want.Items) || got[k].Missing != want.Missing || got[k].Support != want.Support ||
+			got[k].InSupport("i1") != want.InSupport("i1") {
+			t.Fatalf("%s: concurrent release from Prepared differs", j.o.Mechanism)
+		}
+	}
+	if s := fmt.Sprint(g); s != fmt.Sprint(groupPairs(pairs)) {
+		t.Fatal("releases changed the grouped input")
 	}
 }

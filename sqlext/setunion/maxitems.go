@@ -63,6 +63,9 @@ func privateMaxItems(rng *rand.Rand, sorted []int, f, sigmaT float64) int {
 // userSizes returns every user's number of distinct items, sorted ascending.
 // The lists must be grouped.
 func (b *Builder) userSizes() []int {
+	if b.prep != nil {
+		return b.prep.userSizes() // shared: read only
+	}
 	s := make([]int, len(b.lists))
 	for u, l := range b.lists {
 		s[u] = len(l)
