@@ -1,10 +1,5 @@
 package setunion
 
-import (
-	"fmt"
-	"math"
-)
-
 // Grouped is a release's input already grouped by privacy unit: the state a
 // Builder holds once Group has run. A caller that keeps its pairs grouped
 // between releases (dpsql's per-table release index) hands them to
@@ -49,27 +44,6 @@ func NewGroupedBuilder(o Options, g Grouped) (*Builder, error) {
 		return nil, err
 	}
 	return NewPreparedBuilder(o, p)
-}
-
-// check verifies the shape NewGroupedBuilder relies on.
-func (g *Grouped) check() error {
-	if len(g.Lists) != len(g.Users) {
-		return fmt.Errorf("grouped input: %d users but %d lists", len(g.Users), len(g.Lists))
-	}
-	if len(g.Items) >= math.MaxUint32 || len(g.Users) >= math.MaxUint32 {
-		return fmt.Errorf("grouped input: too many users or items")
-	}
-	for u, l := range g.Lists {
-		if g.Users[u] == "" {
-			return fmt.Errorf("grouped input: user %d is empty", u)
-		}
-		for k, e := range l {
-			if e&0xffffffff == 0 || e>>32 >= uint64(len(g.Items)) || (k > 0 && e>>32 <= l[k-1]>>32) {
-				return fmt.Errorf("grouped input: the list of user %d is not ascending distinct item ids with counts ≥ 1", u)
-			}
-		}
-	}
-	return nil
 }
 
 // Grouped groups the builder's pairs (Group) and returns them, sharing the

@@ -3,6 +3,7 @@ package setunion
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -24,7 +25,6 @@ type Prepared struct {
 	// itemUsers[i] is the number of users holding item i and itemOcc[i]
 	// the sum of their counts: the missing mass of a release is then a sum
 	// over the released items.
-	sumsOnce  sync.Once
 	itemUsers []uint32
 	itemOcc   []uint64
 	occ       uint64 // Σ itemOcc, saturating counts as in the lists
@@ -32,8 +32,7 @@ type Prepared struct {
 	sizesOnce sync.Once
 	sizes     []int // users' distinct-item counts, ascending (private Δ0)
 
-	flatOnce sync.Once
-	flatL    flatLists
+	flatL flatLists
 
 	indexOnce sync.Once
 	index     map[string]uint32 // item → id (Result.InSupport)
@@ -43,8 +42,39 @@ type Prepared struct {
 // ascending item ids with counts ≥ 1, distinct non-empty users, distinct
 // items) and returns it prepared for releases. It reads every entry once.
 func Prepare(g Grouped) (*Prepared, error) {
-	if err := g.check(); err != nil {
-		return nil, err
+	if len(g.Lists) != len(g.Users) {
+		return nil, fmt.Errorf("grouped input: %d users but %d lists", len(g.Users), len(g.Lists))
+	}
+	if len(g.Items) >= math.MaxUint32 || len(g.Users) >= math.MaxUint32 {
+		return nil, fmt.Errorf("grouped input: too many users or items")
+	}
+	// One pass over the entries checks them and builds the flat ids and
+	// the per-item sums.
+	var pairs int
+	for _, l := range g.Lists {
+		pairs += len(l)
+	}
+	p := &Prepared{g: g, itemUsers: make([]uint32, len(g.Items)), itemOcc: make([]uint64, len(g.Items))}
+	fl := flatLists{ids: make([]uint32, pairs), off: make([]int, len(g.Lists)+1)}
+	n, items := 0, uint64(len(g.Items))
+	for u, l := range g.Lists {
+		if g.Users[u] == "" {
+			return nil, fmt.Errorf("grouped input: user %d is empty", u)
+		}
+		prev := int64(-1)
+		for _, e := range l {
+			i, c := e>>32, e&0xffffffff
+			if c == 0 || i >= items || int64(i) <= prev {
+				return nil, fmt.Errorf("grouped input: the list of user %d is not ascending distinct item ids with counts ≥ 1", u)
+			}
+			prev = int64(i)
+			fl.ids[n] = uint32(i)
+			n++
+			p.itemUsers[i]++
+			p.itemOcc[i] += c
+			p.occ += c
+		}
+		fl.off[u+1] = n
 	}
 	if u := firstRepeat(g.Users); u >= 0 {
 		return nil, fmt.Errorf("grouped input: user %d repeats an earlier one", u)
@@ -52,12 +82,8 @@ func Prepare(g Grouped) (*Prepared, error) {
 	if i := firstRepeat(g.Items); i >= 0 {
 		return nil, fmt.Errorf("grouped input: item %d repeats an earlier one", i)
 	}
-	p := &Prepared{g: g}
-	var pairs int64
-	for _, l := range g.Lists {
-		pairs += int64(len(l))
-	}
-	p.stats = Stats{Occurrences: g.Occurrences, Users: len(g.Users), Pairs: pairs, DistinctItems: len(g.Items)}
+	p.flatL = fl
+	p.stats = Stats{Occurrences: g.Occurrences, Users: len(g.Users), Pairs: int64(pairs), DistinctItems: len(g.Items)}
 	return p, nil
 }
 
@@ -87,23 +113,10 @@ type flatLists struct {
 	off []int
 }
 
-// flat returns p's lists as flat item ids, built on the first call (4 bytes
-// per pair): the histograms of a release read them several times, and
-// reading half the bytes from one array costs far less than following
-// every user's list.
-func (p *Prepared) flat() *flatLists {
-	p.flatOnce.Do(func() {
-		fl := flatLists{ids: make([]uint32, 0, p.stats.Pairs), off: make([]int, 1, len(p.g.Lists)+1)}
-		for _, l := range p.g.Lists {
-			for _, e := range l {
-				fl.ids = append(fl.ids, uint32(e>>32))
-			}
-			fl.off = append(fl.off, len(fl.ids))
-		}
-		p.flatL = fl
-	})
-	return &p.flatL
-}
+// flat returns p's lists as flat item ids (4 bytes per pair): the
+// histograms of a release read them several times, and reading half the
+// bytes from one array costs far less than following every user's list.
+func (p *Prepared) flat() *flatLists { return &p.flatL }
 
 // lookup returns the id of item.
 func (p *Prepared) lookup(item string) (uint32, bool) {
@@ -125,18 +138,6 @@ func (p *Prepared) missing(released []uint32) Missing {
 	if p.stats.Pairs == 0 {
 		return m
 	}
-	p.sumsOnce.Do(func() {
-		p.itemUsers = make([]uint32, len(p.g.Items))
-		p.itemOcc = make([]uint64, len(p.g.Items))
-		for _, l := range p.g.Lists {
-			for _, e := range l {
-				i, c := e>>32, e&0xffffffff
-				p.itemUsers[i]++
-				p.itemOcc[i] += c
-				p.occ += c
-			}
-		}
-	})
 	var keptPairs, keptOcc uint64
 	for _, i := range released {
 		keptPairs += uint64(p.itemUsers[i])
