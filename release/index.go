@@ -98,9 +98,13 @@ type indexKey struct{ db, table, unit, key string } // lower case
 type indexEntry struct {
 	version uint64
 	done    chan struct{}
-	idx     *Index // nil when the build failed or did not fit
-	counted int64  // bytes counted in Indexes.used
+	val     any   // *Index or *ngrams.Corpus; nil when the build failed or did not fit
+	counted int64 // bytes counted in Indexes.used
 }
+
+// indexBuild builds one cached value outside any statement: the value, the
+// memory it holds, and a line for the operator's log.
+type indexBuild func() (val any, bytes int64, summary string, err error)
 
 // NewIndexes returns an index cache holding at most limit bytes of indexes
 // (≤ 0: none; every release scans). logf, if non-nil, receives a line per
@@ -154,13 +158,34 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 		return nil, false
 	}
 	key := indexKey{strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), strings.ToLower(s.plain[i])}
-	e := ix.entry(key, v.Version(), s.src, s.unitCol, s.plain[i])
+	name := fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, s.plain[i], s.unitCol)
+	table, db, tname, unitCol, keyCol := s.src, s.db, s.name, s.unitCol, s.plain[i]
+	x, ok := ix.get(ctx, key, v.Version(), name, func() (any, int64, string, error) {
+		idx, err := buildIndex(table, db, tname, unitCol, keyCol)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		return idx, idx.bytes, fmt.Sprintf("%d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs)",
+			len(idx.users), len(idx.items), len(idx.ents), float64(idx.bytes)/(1<<20),
+			float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6)), nil
+	})
+	if !ok {
+		return nil, false
+	}
+	return x.(*Index), true
+}
+
+// get returns the cached value of key for the table version, starting its
+// build when there is none, and waiting for it; ok is false when the
+// build failed, did not fit, or ctx ended while waiting.
+func (ix *Indexes) get(ctx *sql.Context, key indexKey, version uint64, name string, build indexBuild) (any, bool) {
+	e := ix.entry(key, version, name, build)
 	if e == nil {
 		return nil, false
 	}
 	select {
 	case <-e.done:
-		return e.idx, e.idx != nil
+		return e.val, e.val != nil
 	case <-ctx.Done():
 		return nil, false // the scan reports the cancellation
 	}
@@ -337,7 +362,7 @@ func (x *Index) filtered(view int, keep []bool) setunion.Grouped {
 // build when there is none (or only one of an older version). It returns
 // nil for a table older than the cached one (a statement still running
 // over a replaced table).
-func (ix *Indexes) entry(key indexKey, version uint64, table sql.Table, unitCol, keyCol string) *indexEntry {
+func (ix *Indexes) entry(key indexKey, version uint64, name string, build indexBuild) *indexEntry {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	e := ix.entries[key]
@@ -352,23 +377,22 @@ func (ix *Indexes) entry(key indexKey, version uint64, table sql.Table, unitCol,
 	}
 	e = &indexEntry{version: version, done: make(chan struct{})}
 	ix.entries[key] = e
-	go ix.build(key, e, table, unitCol, keyCol)
+	go ix.build(key, e, name, build)
 	return e
 }
 
-// build builds the index of e, outside any statement, and records it if it
-// fits.
-func (ix *Indexes) build(key indexKey, e *indexEntry, table sql.Table, unitCol, keyCol string) {
+// build builds the value of e, outside any statement, and records it if
+// it fits.
+func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBuild) {
 	defer close(e.done)
 	start := time.Now()
-	name := fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, keyCol, unitCol)
-	idx, err := func() (idx *Index, err error) {
+	val, bytes, summary, err := func() (val any, bytes int64, summary string, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("internal error: %v", r)
 			}
 		}()
-		return buildIndex(table, key.db, key.table, unitCol, keyCol)
+		return build()
 	}()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -378,15 +402,14 @@ func (ix *Indexes) build(key indexKey, e *indexEntry, table sql.Table, unitCol, 
 	switch {
 	case err != nil:
 		ix.logf("release index %s: not built (%v); its releases scan the table", name, err)
-	case ix.used+idx.bytes > ix.limit:
+	case ix.used+bytes > ix.limit:
 		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB (%d MiB in use); its releases scan the table",
-			name, idx.bytes>>20, ix.limit>>20, ix.used>>20)
+			name, bytes>>20, ix.limit>>20, ix.used>>20)
 	default:
-		e.idx, e.counted = idx, idx.bytes
-		ix.used += idx.bytes
-		ix.logf("release index %s: %d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs), built in %v; %.1f MiB of indexes in use",
-			name, len(idx.users), len(idx.items), len(idx.ents), float64(idx.bytes)/(1<<20),
-			float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6), time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
+		e.val, e.counted = val, bytes
+		ix.used += bytes
+		ix.logf("release index %s: %s, built in %v; %.1f MiB of indexes in use",
+			name, summary, time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
 	}
 }
 
