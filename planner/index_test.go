@@ -118,8 +118,12 @@ func TestIndexSameReleases(t *testing.T) {
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) SET_VAR(dp_mechanism = 'weighted_gaussian') SET_VAR(dp_max_items = 3) */ DISTINCT item FROM visits WHERE user_id % 3 = 1 ORDER BY item",
 		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1, max_items=3') FROM visits WHERE user_id LIKE '%1%' AND user_id IS NOT NULL",
 		"SELECT DP_SET_UNION(n, user_id, 'epsilon=1, mechanism=count_gaussian, max_items=2') FROM visits v WHERE v.user_id > 100",
+		// An expression key: from the index of the expression.
+		"SELECT DP_SET_UNION(LOWER(SUBSTRING_INDEX(note, ' ', 2)), user_id, 'epsilon=1, max_items=20') AS released FROM visits WHERE user_id > 100",
+		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT LOWER(item) FROM visits ORDER BY 1",
+		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT CONCAT(item, '-', g) AS k FROM visits WHERE user_id % 2 = 0 ORDER BY k",
 		// Not from the index (a filter on another column, two keys, an
-		// expression): the same either way, trivially.
+		// expression among two keys): the same either way, trivially.
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item FROM visits WHERE g = 1 ORDER BY item",
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item, g FROM visits ORDER BY item, g",
 		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1'), DP_SET_UNION(LOWER(item), user_id, 'epsilon=1') FROM visits",

@@ -475,6 +475,7 @@ type Evaluator struct {
 	p       *Program
 	ctx     *sql.Context
 	scratch sql.Row
+	work    int
 }
 
 // NewEvaluator returns an evaluator of p whose session copies the system
@@ -504,6 +505,7 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 	s := ev.scratch
 	copy(s, row[:min(len(row), ev.p.ncols)])
 	work := 0
+	defer func() { ev.work = work }()
 	lim := ev.p.lim
 	for _, u := range ev.p.units {
 		if u.match != nil {
@@ -526,6 +528,19 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 		}
 	}
 	return true
+}
+
+// Work returns the work of the last row Row evaluated: the bytes its
+// calls read, as bounded by Limits.MaxRowWork (above it when Row skipped
+// the row for its work).
+func (ev *Evaluator) Work() int { return ev.work }
+
+// Detached returns a context that no statement's end cancels, whose
+// session is a sealed copy of parent's system variables as NewEvaluator
+// makes it: to evaluate later, outside the statement, exactly as the
+// statement's own evaluation would (the release index builds).
+func Detached(parent *sql.Context, lim Limits) *sql.Context {
+	return sql.NewContext(context.Background(), sql.WithSession(newSession(parent, lim.orDefault().MaxValueBytes)))
 }
 
 // Value returns the value of expression i after Row; ok is false when its
