@@ -60,6 +60,25 @@ import (
 // occurrence of users, so the index also records the order in which users
 // first hold a non-NULL value.
 //
+// An expression key. A release with one key that is an expression (with a
+// text or integer value, deterministic, and allowed, as every release
+// expression must be) may read the index of that expression: built by the
+// same sealed program (unit and key, no filter), under a copy of the first
+// session's variables (sealed.Detached) and the release's limits, and
+// kept per canonical expression text (exprSpec), per the session
+// variables that change evaluation (EvalVariables) and per limits, so a
+// release reads only an index whose evaluation is its own. Without a
+// filter the two programs are the same, row for row. With a filter on the
+// unit, the scan evaluates filter and key in one program whose row work is
+// bounded as a whole: a row it keeps has key work + filter work within the
+// bound (or less, when the two share a subexpression), and a row it skips
+// for work has key work or key + filter work above it. The index records
+// each user's largest key work, and is read only when, for every kept
+// user, that plus the user's filter work is within the bound: then every
+// recorded row of a kept user passes the scan too, and every row the
+// build skipped (key work over the bound, or a failing key) the scan
+// skips too, so the kept rows are the same. Otherwise the release scans.
+//
 // Key and unit columns must have text or integer types: their MySQL text
 // does not depend on the session (the sealed session copies the analyst's
 // system variables; a date's or a float's text could in principle), so one
