@@ -296,8 +296,7 @@ type compiler struct {
 // data), and a value beyond the limit is refused.
 func (c *compiler) checkConstants(e sql.Expression) error {
 	var err error
-	ev := newSession(c.ctx, c.p.lim.MaxValueBytes)
-	sctx := sql.NewContext(context.Background(), sql.WithSession(ev))
+	var sctx *sql.Context // made on the first constant: most expressions have none
 	transform.InspectExpr(e, func(e sql.Expression) bool {
 		if err != nil {
 			return true
@@ -307,6 +306,9 @@ func (c *compiler) checkConstants(e sql.Expression) error {
 		}
 		if r := ruleOf(e); r != nil && r.structural {
 			return false
+		}
+		if sctx == nil {
+			sctx = sql.NewContext(context.Background(), sql.WithSession(newSession(c.ctx, c.p.lim.MaxValueBytes)))
 		}
 		v, evalErr := safeEval(sctx, e, nil)
 		if evalErr != nil {
