@@ -111,7 +111,16 @@ type Indexes struct {
 	used    int64
 	clock   int64 // counts uses (indexEntry.used)
 	entries map[indexKey]*indexEntry
+	// building counts the builds of expressions' indexes under way: a
+	// build runs outside every statement (no KILL, no max_execution_time,
+	// no memory guard reaches it), so an analyst who sends many
+	// expressions must not start many; beyond maxExprBuilds a release of
+	// a new expression scans instead, as a statement that can be stopped.
+	building int
 }
+
+// maxExprBuilds bounds the builds of expressions' indexes at once.
+const maxExprBuilds = 1
 
 type indexKey struct{ db, table, unit, key string } // lower case
 
@@ -465,12 +474,17 @@ func (ix *Indexes) entry(key indexKey, version uint64, name string, build indexB
 		return e
 	case e != nil && e.version > version:
 		return nil
+	case key.evictable() && ix.building >= maxExprBuilds:
+		return nil
 	case e != nil:
 		ix.used -= e.counted // a reload: the old rows' index goes
 		e.counted = 0
 	}
 	e = &indexEntry{version: version, done: make(chan struct{})}
 	ix.entries[key] = e
+	if key.evictable() {
+		ix.building++
+	}
 	go ix.build(key, e, name, build)
 	return e
 }
@@ -490,6 +504,9 @@ func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBu
 	}()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if key.evictable() {
+		ix.building--
+	}
 	if ix.entries[key] != e {
 		return // replaced meanwhile
 	}

@@ -415,3 +415,27 @@ func TestIndexExprEviction(t *testing.T) {
 		t.Fatalf("logs: %q", logs)
 	}
 }
+
+// TestIndexExprBuildsBounded: while an expression's index is being built
+// (outside every statement, where no KILL reaches it), a release of
+// another expression scans instead of starting a second build; a column's
+// index is still built.
+func TestIndexExprBuildsBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	tbl := randomTable(t, r, false)
+	ctx := sql.NewContext(context.Background())
+	ix := NewIndexes(1<<30, nil)
+	ix.building = maxExprBuilds // one under way
+	_, lower := scanExprPairs(t, tbl, function.NewLower(column(tbl, "s")), nil, false, sealed.Limits{})
+	if _, ok := lower.Indexed(ctx, ix, 0); ok || len(ix.entries) != 0 {
+		t.Fatalf("a second expression build started (%d entries)", len(ix.entries))
+	}
+	_, col := scanPairs(t, tbl, "s", nil, false)
+	if _, ok := col.Indexed(ctx, ix, 0); !ok {
+		t.Fatal("a column's index was not built")
+	}
+	ix.building = 0
+	if _, ok := lower.Indexed(ctx, ix, 0); !ok || ix.building != 0 {
+		t.Fatalf("no expression index once the other build ended (building %d)", ix.building)
+	}
+}
