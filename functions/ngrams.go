@@ -17,7 +17,6 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 
 	"github.com/dpsql/dpsql/release"
-	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/explain"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
@@ -674,7 +673,14 @@ func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 			return storedNgrams(reuse)
 		}
 	}
-	if err := readNgramRows(ctx, scan, ex); err != nil {
+	// The table's corpus from the release index cache, when it has one;
+	// else read and tokenise the rows now. Either gives the same release.
+	if c, ok := scan.IndexedCorpus(ctx, n.cfg.Indexes); ok {
+		ex, err = ngrams.NewFromCorpus(call.opts, c)
+	} else {
+		err = scan.AddNgramRows(ctx, ex)
+	}
+	if err != nil {
 		return nil, err
 	}
 	res, err := ex.RunContext(ctx, n.cfg.rand())
@@ -707,30 +713,9 @@ func storedNgrams(u *release.Reuse) ([]ngrams.NGram, error) {
 	return out, nil
 }
 
-// readNgramRows feeds every row of the scan to ex: the privacy unit and the
-// text in their MySQL text form. Rows whose unit is NULL or empty are
-// dropped by the scan (silently: a count of them would leak); NULL text
-// adds no tokens.
-func readNgramRows(ctx *sql.Context, scan *release.Scan, ex *ngrams.Extractor) error {
-	return scan.Run(ctx, func(row *release.Row) {
-		if text, ok := row.KeyText(0); ok {
-			ex.AddRow(row.Unit(), text)
-		}
-	})
-}
-
-// ngramsScan compiles the scan of the call's table: the privacy unit and
-// the text column as the one key, both read as they are.
+// ngramsScan compiles the scan of the call's table (release.NewNgramsScan).
 func ngramsScan(ctx *sql.Context, call *ngramsCall) (*release.Scan, error) {
-	sch := call.tbl.Schema()
-	ti := sch.IndexOfColName(call.text)
-	if ti < 0 {
-		return nil, fmt.Errorf("DP_NGRAMS: table %s.%s has no column %s", call.db, call.table, call.text)
-	}
-	tc := sch[ti]
-	text := expression.NewGetFieldWithTable(ti, 0, tc.Type, call.db, call.table, tc.Name, tc.Nullable)
-	return release.NewScan(ctx, call.db, call.table, call.tbl, call.unit, release.Expr{},
-		[]release.Expr{{E: text, Where: "text column"}}, sealed.Limits{})
+	return release.NewNgramsScan(ctx, call.db, call.table, call.tbl, call.unit, call.text)
 }
 
 // ngramsIter returns the released n-grams as rows.

@@ -189,7 +189,7 @@ func TestReadNgramRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := readNgramRows(ctx, scan, ex); err != nil {
+		if err := scan.AddNgramRows(ctx, ex); err != nil {
 			t.Fatal(err)
 		}
 		if got := ex.Stats(); got != want {

@@ -38,6 +38,10 @@ type Config struct {
 	// functions refuse analysts what the governance forbids and charge
 	// their releases. Nil means ungoverned (see Governor).
 	Governor release.Governor
+	// Indexes, when set, keeps the n-gram corpora of protected text
+	// columns for DP_NGRAMS (release.Scan.IndexedCorpus); nil: every
+	// extraction reads the table.
+	Indexes *release.Indexes
 }
 
 func (c Config) rand() *rand.Rand {

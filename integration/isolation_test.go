@@ -305,6 +305,12 @@ func isolationAttacks() []attack {
 	add("index/panic_victim", "SELECT DISTINCT note FROM people WHERE IF("+victim+", LOCATE('a', user_id, -3224116), 1) > 0")
 	add("index/set_union_cast_victim", "SELECT DP_SET_UNION(note, user_id) FROM people WHERE IF("+victim+", CAST(user_id AS DATE), 1) IS NOT NULL")
 	add("index/group_by_victim_only", "SELECT note FROM people WHERE "+victim+" GROUP BY note")
+	// The index of an expression key (built outside the statement under a
+	// copy of the session): a key that warns, fails or panics only on the
+	// victim's rows, with and without a filter on the unit.
+	add("index/expr_key_cast_victim", "SELECT DISTINCT IF("+victim+", CAST(secret AS SIGNED), LOWER(note)) AS k FROM people")
+	add("index/expr_key_division_victim", "SELECT DP_SET_UNION(IF("+victim+", 1 / 0, UPPER(note)), user_id) FROM people WHERE user_id > 0")
+	add("index/expr_key_panic_victim", "SELECT DISTINCT IF("+victim+", LOCATE('a', note, -3224116), CONCAT(note, '!')) AS k FROM people")
 
 	// Public lookups (IN / EXISTS over the public table lookup): the
 	// public side is read before the protected scan, the probe is sealed.
@@ -349,6 +355,9 @@ func TestIsolation(t *testing.T) {
 		for name, l := range map[string]*lockedBuffer{"without": &logWithout, "with": &logWith} {
 			if !strings.Contains(l.String(), "release index iso.people(note by user_id)") {
 				t.Errorf("deployment %s victim: no release index was built for people.note (its log:\n%s)", name, l.String())
+			}
+			if n := strings.Count(l.String(), "release index iso.people(") - strings.Count(l.String(), "release index iso.people(note by user_id)"); n < 3 {
+				t.Errorf("deployment %s victim: %d release indexes of expressions were built, want 3 (its log:\n%s)", name, n, l.String())
 			}
 		}
 	}()

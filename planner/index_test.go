@@ -32,7 +32,7 @@ func indexEngine(t *testing.T, visits *storage.Table, gov *fakeGov, ix *release.
 	if ix != nil {
 		opts = append(opts, planner.WithIndexes(ix))
 	}
-	e, err := server.NewEngine(server.Config{Provider: pro, Functions: functions.Config{Rand: rnd, Governor: gov},
+	e, err := server.NewEngine(server.Config{Provider: pro, Functions: functions.Config{Rand: rnd, Governor: gov, Indexes: ix},
 		Rules: planner.PolicyRules(gov, opts...)})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func indexEngine(t *testing.T, visits *storage.Table, gov *fakeGov, ix *release.
 	return e
 }
 
-// randomVisits returns visits(user_id, item, n, g) with Zipf-like items
+// randomVisits returns visits(user_id, item, n, g, note) with Zipf-like items
 // (so that some are released), NULLs, empty strings and strings starting
 // with 0x00 or 0x01 (the key encoding's special cases), users' rows in
 // runs and scattered.
@@ -52,6 +52,7 @@ func randomVisits(t *testing.T, r *rand.Rand, textUnits bool) *storage.Table {
 	}
 	b, err := storage.NewTableBuilder("visits", []storage.Column{
 		{Name: "user_id", Type: ut}, {Name: "item", Type: storage.Text}, {Name: "n", Type: storage.BigInt}, {Name: "g", Type: storage.BigInt},
+		{Name: "note", Type: storage.Text},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,12 @@ func randomVisits(t *testing.T, r *rand.Rand, textUnits bool) *storage.Table {
 			if z == 3 {
 				n = nil
 			}
-			if err := b.Append(unit, item, n, u%3); err != nil {
+			// A text of a few common words for DP_NGRAMS (NULL with item).
+			var note any
+			if item != nil {
+				note = fmt.Sprintf("%s the w%d and w%d", item, z%5, z%3)
+			}
+			if err := b.Append(unit, item, n, u%3, note); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -95,8 +101,9 @@ func randomVisits(t *testing.T, r *rand.Rand, textUnits bool) *storage.Table {
 // TestIndexSameReleases: with a fixed seed, releases answered from the
 // release index return exactly the rows of the same releases answered by
 // scanning, for SELECT DISTINCT, GROUP BY and DP_SET_UNION over text and
-// integer columns (NULLs included), sequential and parallel mechanisms;
-// and the index was used.
+// integer columns (NULLs included), sequential and parallel mechanisms,
+// and DP_NGRAMS from the n-gram corpus of a column; and the index was
+// used.
 func TestIndexSameReleases(t *testing.T) {
 	queries := []string{
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item FROM visits ORDER BY item",
@@ -111,11 +118,19 @@ func TestIndexSameReleases(t *testing.T) {
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) SET_VAR(dp_mechanism = 'weighted_gaussian') SET_VAR(dp_max_items = 3) */ DISTINCT item FROM visits WHERE user_id % 3 = 1 ORDER BY item",
 		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1, max_items=3') FROM visits WHERE user_id LIKE '%1%' AND user_id IS NOT NULL",
 		"SELECT DP_SET_UNION(n, user_id, 'epsilon=1, mechanism=count_gaussian, max_items=2') FROM visits v WHERE v.user_id > 100",
+		// An expression key: from the index of the expression.
+		"SELECT DP_SET_UNION(LOWER(SUBSTRING_INDEX(note, ' ', 2)), user_id, 'epsilon=1, max_items=20') AS released FROM visits WHERE user_id > 100",
+		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT LOWER(item) FROM visits ORDER BY 1",
+		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT CONCAT(item, '-', g) AS k FROM visits WHERE user_id % 2 = 0 ORDER BY k",
 		// Not from the index (a filter on another column, two keys, an
-		// expression): the same either way, trivially.
+		// expression among two keys): the same either way, trivially.
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item FROM visits WHERE g = 1 ORDER BY item",
 		"SELECT /*+ SET_VAR(dp_epsilon = 1) */ DISTINCT item, g FROM visits ORDER BY item, g",
 		"SELECT DP_SET_UNION(item, user_id, 'epsilon=1'), DP_SET_UNION(LOWER(item), user_id, 'epsilon=1') FROM visits",
+		// DP_NGRAMS: from the n-gram corpus of the column.
+		"SELECT ngram, n FROM DP_NGRAMS('mydb.visits', 'note', 'user_id', 'epsilon=1, delta=1e-5, max_n=3') ORDER BY n, ngram",
+		"SELECT ngram, n FROM DP_NGRAMS('mydb.visits', 'note', 'user_id', 'epsilon=2, delta=1e-5, max_n=2, mechanism=weighted_gaussian') ORDER BY n, ngram",
+		"SELECT ngram FROM DP_NGRAMS('mydb.visits', 'item', 'user_id', 'epsilon=1, delta=1e-5, max_n=1') ORDER BY ngram",
 	}
 	r := rand.New(rand.NewPCG(14, 3))
 	released := 0

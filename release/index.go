@@ -60,6 +60,25 @@ import (
 // occurrence of users, so the index also records the order in which users
 // first hold a non-NULL value.
 //
+// An expression key. A release with one key that is an expression (with a
+// text or integer value, deterministic, and allowed, as every release
+// expression must be) may read the index of that expression: built by the
+// same sealed program (unit and key, no filter), under a copy of the first
+// session's variables (sealed.Detached) and the release's limits, and
+// kept per canonical expression text (exprSpec), per the session
+// variables that change evaluation (EvalVariables) and per limits, so a
+// release reads only an index whose evaluation is its own. Without a
+// filter the two programs are the same, row for row. With a filter on the
+// unit, the scan evaluates filter and key in one program whose row work is
+// bounded as a whole: a row it keeps has key work + filter work within the
+// bound (or less, when the two share a subexpression), and a row it skips
+// for work has key work or key + filter work above it. The index records
+// each user's largest key work, and is read only when, for every kept
+// user, that plus the user's filter work is within the bound: then every
+// recorded row of a kept user passes the scan too, and every row the
+// build skipped (key work over the bound, or a failing key) the scan
+// skips too, so the kept rows are the same. Otherwise the release scans.
+//
 // Key and unit columns must have text or integer types: their MySQL text
 // does not depend on the session (the sealed session copies the analyst's
 // system variables; a date's or a float's text could in principle), so one
@@ -90,17 +109,39 @@ type Indexes struct {
 
 	mu      sync.Mutex
 	used    int64
+	clock   int64 // counts uses (indexEntry.used)
 	entries map[indexKey]*indexEntry
+	// building counts the builds of expressions' indexes under way: a
+	// build runs outside every statement (no KILL, no max_execution_time,
+	// no memory guard reaches it), so an analyst who sends many
+	// expressions must not start many; beyond maxExprBuilds a release of
+	// a new expression scans instead, as a statement that can be stopped.
+	building int
 }
+
+// maxExprBuilds bounds the builds of expressions' indexes at once.
+const maxExprBuilds = 1
 
 type indexKey struct{ db, table, unit, key string } // lower case
 
 type indexEntry struct {
 	version uint64
 	done    chan struct{}
-	idx     *Index // nil when the build failed or did not fit
-	counted int64  // bytes counted in Indexes.used
+	val     any   // *Index or *ngrams.Corpus; nil when the build failed or did not fit
+	counted int64 // bytes counted in Indexes.used
+	used    int64 // Indexes.clock at the last use, for evicting expressions' indexes
 }
+
+// evictable reports whether the entry of k may be evicted to make room:
+// the index of an analyst's expression (any expression text makes one),
+// not of a column or a text column's corpus (a table has few).
+func (k indexKey) evictable() bool { return strings.HasPrefix(k.key, exprKeyPrefix) }
+
+const exprKeyPrefix = "\x00expr\x00"
+
+// indexBuild builds one cached value outside any statement: the value, the
+// memory it holds, and a line for the operator's log.
+type indexBuild func() (val any, bytes int64, summary string, err error)
 
 // NewIndexes returns an index cache holding at most limit bytes of indexes
 // (≤ 0: none; every release scans). logf, if non-nil, receives a line per
@@ -143,24 +184,81 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 		return nil, false
 	}
 	// Every key plain, not only key i: another key's evaluation could
-	// otherwise skip a row (its work limit) that the index holds.
-	for _, c := range s.plain {
+	// otherwise skip a row (its work limit) that the index holds. Or one
+	// key, an expression.
+	var expr string
+	for k, c := range s.plain {
 		if c == "" {
-			return nil, false
+			if len(s.plain) != 1 || s.exprKey[k] == "" {
+				return nil, false
+			}
+			expr = s.exprKey[k]
 		}
 	}
 	v, isVersioned := s.src.(versioned)
 	if !isVersioned {
 		return nil, false
 	}
-	key := indexKey{strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), strings.ToLower(s.plain[i])}
-	e := ix.entry(key, v.Version(), s.src, s.unitCol, s.plain[i])
+	var key indexKey
+	var name string
+	var build indexBuild
+	table, db, tname, unitCol := s.src, s.db, s.name, s.unitCol
+	summary := func(idx *Index) string {
+		return fmt.Sprintf("%d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs)",
+			len(idx.users), len(idx.items), len(idx.ents), float64(idx.bytes)/(1<<20),
+			float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6))
+	}
+	if expr == "" {
+		key = indexKey{strings.ToLower(db), strings.ToLower(tname), strings.ToLower(unitCol), strings.ToLower(s.plain[i])}
+		name = fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, s.plain[i], unitCol)
+		sch := table.Schema()
+		ki := sch.IndexOfColName(s.plain[i])
+		if ki < 0 {
+			return nil, false
+		}
+		kc := sch[ki]
+		keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, tname, kc.Name, kc.Nullable)
+		build = func() (any, int64, string, error) {
+			idx, err := buildIndex(sql.NewContext(context.Background()), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits(), false)
+			if err != nil {
+				return nil, 0, "", err
+			}
+			return idx, idx.bytes, summary(idx), nil
+		}
+	} else {
+		// The key's value may depend on the session variables that change
+		// evaluation and on the limits: both are part of the cache key,
+		// and the build evaluates under a copy of this session's variables.
+		key = indexKey{strings.ToLower(db), strings.ToLower(tname), strings.ToLower(unitCol),
+			fmt.Sprintf("%s%s\x00%s\x00%+v", exprKeyPrefix, expr, sessionSpec(ctx), s.lim)}
+		name = fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, s.keyExprs[i], unitCol)
+		bctx, keyExpr, lim := sealed.Detached(ctx, s.lim), s.keyExprs[i], s.lim
+		build = func() (any, int64, string, error) {
+			idx, err := buildIndex(bctx, table, db, tname, unitCol, keyExpr, lim, true)
+			if err != nil {
+				return nil, 0, "", err
+			}
+			return idx, idx.bytes, summary(idx), nil
+		}
+	}
+	x, ok := ix.get(ctx, key, v.Version(), name, build)
+	if !ok {
+		return nil, false
+	}
+	return x.(*Index), true
+}
+
+// get returns the cached value of key for the table version, starting its
+// build when there is none, and waiting for it; ok is false when the
+// build failed, did not fit, or ctx ended while waiting.
+func (ix *Indexes) get(ctx *sql.Context, key indexKey, version uint64, name string, build indexBuild) (any, bool) {
+	e := ix.entry(key, version, name, build)
 	if e == nil {
 		return nil, false
 	}
 	select {
 	case <-e.done:
-		return e.idx, e.idx != nil
+		return e.val, e.val != nil
 	case <-ctx.Done():
 		return nil, false // the scan reports the cancellation
 	}
@@ -180,29 +278,45 @@ func (s *Scan) IndexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (setunio
 	if s.filter < 0 {
 		return x.Grouped(view), true
 	}
-	keep, ok := s.keepUsers(ctx, x)
+	keep, keepWork, ok := s.keepUsers(ctx, x)
 	if !ok {
 		return setunion.Grouped{}, false
+	}
+	if x.work != nil {
+		maxWork := s.lim.MaxRowWork
+		if maxWork <= 0 {
+			maxWork = sealed.DefaultLimits().MaxRowWork
+		}
+		// The scan evaluates the filter and the key together, and skips a
+		// row whose work exceeds the limit: the index has the scan's rows
+		// only if no kept user's rows come near it.
+		for u, k := range keep {
+			if k && int64(x.work[u])+int64(keepWork[u]) > int64(maxWork) {
+				return setunion.Grouped{}, false
+			}
+		}
 	}
 	return x.filtered(view, keep), true
 }
 
 // keepUsers evaluates the unit filter for every user of x, as Scan.Run
 // evaluates the filter of a row: a row whose evaluation is skipped, fails,
-// is NULL or false is left out.
-func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, bool) {
+// is NULL or false is left out. It also returns each user's work of the
+// filter (sealed.Evaluator.Work).
+func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, []int, bool) {
 	ev := s.unitFilter.NewEvaluator(ctx)
 	sctx := ev.Context()
 	row := make(sql.Row, len(s.src.Schema()))
 	typ := s.src.Schema()[s.unitAt].Type
 	keep := make([]bool, len(x.users))
+	work := make([]int, len(x.users))
 	for u, name := range x.users {
 		if u&1023 == 0 && ctx.Err() != nil {
-			return nil, false // the scan reports the cancellation
+			return nil, nil, false // the scan reports the cancellation
 		}
 		v, ok := unitValue(typ, name)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		row[s.unitAt] = v
 		keep[u] = func() (pass bool) {
@@ -211,7 +325,9 @@ func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, bool) {
 					pass = false
 				}
 			}()
-			if !ev.Row(row) {
+			ok := ev.Row(row)
+			work[u] = ev.Work()
+			if !ok {
 				return false
 			}
 			f, ok := ev.Value(0)
@@ -222,7 +338,7 @@ func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, bool) {
 			return err == nil && b
 		}()
 	}
-	return keep, true
+	return keep, work, true
 }
 
 // unitValueType reports whether a privacy unit of type t can be given back
@@ -244,11 +360,21 @@ func unitValue(t sql.Type, text string) (any, bool) {
 // readsOnly reports whether e reads column col of the row and no other,
 // and is deterministic.
 func readsOnly(e sql.Expression, col int) bool {
-	ok := true
+	ok := deterministic(e)
 	transform.InspectExpr(e, func(e sql.Expression) bool {
 		if gf, isField := e.(*expression.GetField); isField && gf.Index() != col {
 			ok = false
 		}
+		return !ok
+	})
+	return ok
+}
+
+// deterministic reports whether no node of e says it is not
+// deterministic (the allow-list admits none; defence in depth).
+func deterministic(e sql.Expression) bool {
+	ok := true
+	transform.InspectExpr(e, func(e sql.Expression) bool {
 		if nd, isND := e.(interface{ IsNonDeterministic() bool }); isND && nd.IsNonDeterministic() {
 			ok = false
 		}
@@ -337,14 +463,18 @@ func (x *Index) filtered(view int, keep []bool) setunion.Grouped {
 // build when there is none (or only one of an older version). It returns
 // nil for a table older than the cached one (a statement still running
 // over a replaced table).
-func (ix *Indexes) entry(key indexKey, version uint64, table sql.Table, unitCol, keyCol string) *indexEntry {
+func (ix *Indexes) entry(key indexKey, version uint64, name string, build indexBuild) *indexEntry {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	e := ix.entries[key]
 	switch {
 	case e != nil && e.version == version:
+		ix.clock++
+		e.used = ix.clock
 		return e
 	case e != nil && e.version > version:
+		return nil
+	case key.evictable() && ix.building >= maxExprBuilds:
 		return nil
 	case e != nil:
 		ix.used -= e.counted // a reload: the old rows' index goes
@@ -352,41 +482,76 @@ func (ix *Indexes) entry(key indexKey, version uint64, table sql.Table, unitCol,
 	}
 	e = &indexEntry{version: version, done: make(chan struct{})}
 	ix.entries[key] = e
-	go ix.build(key, e, table, unitCol, keyCol)
+	if key.evictable() {
+		ix.building++
+	}
+	go ix.build(key, e, name, build)
 	return e
 }
 
-// build builds the index of e, outside any statement, and records it if it
-// fits.
-func (ix *Indexes) build(key indexKey, e *indexEntry, table sql.Table, unitCol, keyCol string) {
+// build builds the value of e, outside any statement, and records it if
+// it fits.
+func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBuild) {
 	defer close(e.done)
 	start := time.Now()
-	name := fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, keyCol, unitCol)
-	idx, err := func() (idx *Index, err error) {
+	val, bytes, summary, err := func() (val any, bytes int64, summary string, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("internal error: %v", r)
 			}
 		}()
-		return buildIndex(table, key.db, key.table, unitCol, keyCol)
+		return build()
 	}()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if key.evictable() {
+		ix.building--
+	}
 	if ix.entries[key] != e {
 		return // replaced meanwhile
+	}
+	if err == nil && ix.used+bytes > ix.limit {
+		ix.evict(bytes)
 	}
 	switch {
 	case err != nil:
 		ix.logf("release index %s: not built (%v); its releases scan the table", name, err)
-	case ix.used+idx.bytes > ix.limit:
+	case ix.used+bytes > ix.limit:
 		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB (%d MiB in use); its releases scan the table",
-			name, idx.bytes>>20, ix.limit>>20, ix.used>>20)
+			name, bytes>>20, ix.limit>>20, ix.used>>20)
 	default:
-		e.idx, e.counted = idx, idx.bytes
-		ix.used += idx.bytes
-		ix.logf("release index %s: %d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs), built in %v; %.1f MiB of indexes in use",
-			name, len(idx.users), len(idx.items), len(idx.ents), float64(idx.bytes)/(1<<20),
-			float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6), time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
+		e.val, e.counted = val, bytes
+		ix.used += bytes
+		ix.logf("release index %s: %s, built in %v; %.1f MiB of indexes in use",
+			name, summary, time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
+	}
+}
+
+// evict drops the least recently used indexes of expressions until bytes
+// more fit the bound, if dropping them all would make room; ix.mu is held.
+// A release still reading a dropped index keeps it until it ends.
+func (ix *Indexes) evict(bytes int64) {
+	var cands []indexKey
+	var free int64
+	for k, e := range ix.entries {
+		if k.evictable() && e.counted > 0 {
+			cands = append(cands, k)
+			free += e.counted
+		}
+	}
+	if ix.used-free+bytes > ix.limit {
+		return
+	}
+	slices.SortFunc(cands, func(a, b indexKey) int { return cmp.Compare(ix.entries[a].used, ix.entries[b].used) })
+	for _, k := range cands {
+		if ix.used+bytes <= ix.limit {
+			return
+		}
+		e := ix.entries[k]
+		ix.used -= e.counted
+		ix.logf("release index: dropped the least recently used index of an expression (%.1f MiB) to make room", float64(e.counted)/(1<<20))
+		e.counted = 0
+		delete(ix.entries, k)
 	}
 }
 
@@ -405,7 +570,11 @@ type Index struct {
 	null    int
 	nullOcc int64
 	nnOrder []uint32
-	bytes   int64
+	// work is, for the index of an expression, each user's largest row
+	// work (sealed.Evaluator.Work) over the rows recorded; nil for a
+	// column, whose reading is no work.
+	work  []uint32
+	bytes int64
 
 	views [2]setunion.Grouped // DistinctView, ValueView
 }
@@ -454,18 +623,12 @@ func indexable(t sql.Type) bool {
 	return t != nil && (types.IsText(t) || types.IsInteger(t)) && !types.IsEnum(t) && !types.IsSet(t)
 }
 
-// buildIndex reads table once, as a release's scan with the key column and
-// no filter, and groups its pairs.
-func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, error) {
-	sch := table.Schema()
-	ki := sch.IndexOfColName(keyCol)
-	if ki < 0 {
-		return nil, fmt.Errorf("no column %s", keyCol)
-	}
-	kc := sch[ki]
-	ctx := sql.NewContext(context.Background())
-	keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, name, kc.Name, kc.Nullable)
-	scan, err := NewScan(ctx, db, name, table, unitCol, Expr{}, []Expr{{E: keyExpr, Where: "index key"}}, sealed.DefaultLimits())
+// buildIndex reads table once, as a release's scan with the one key
+// keyExpr (a column, or an expression evaluated under ctx's session and
+// lim) and no filter, and groups its pairs. With work, it records each
+// user's largest row work (Index.work).
+func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, keyExpr sql.Expression, lim sealed.Limits, work bool) (*Index, error) {
+	scan, err := NewScan(ctx, db, name, table, unitCol, Expr{}, []Expr{{E: keyExpr, Where: "index key"}}, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -483,6 +646,7 @@ func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, erro
 		itemID    = map[string]uint32{}
 		pairFirst = map[uint64]uint32{}
 		rows      uint32
+		userWork  []uint32
 	)
 	err = scan.Run(ctx, func(row *Row) {
 		v, ok := row.Key(0)
@@ -497,6 +661,12 @@ func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, erro
 		u, _ := b.UserID(row.Unit())
 		for int(u) >= len(nnSeen) {
 			nnSeen = append(nnSeen, false)
+			if work {
+				userWork = append(userWork, 0)
+			}
+		}
+		if work {
+			userWork[u] = max(userWork[u], uint32(min(row.ev.Work(), math.MaxUint32)))
 		}
 		if v == nil {
 			nullOcc++
@@ -521,7 +691,7 @@ func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, erro
 		return nil, err
 	}
 	g := b.Grouped()
-	x := &Index{users: g.Users, items: g.Items, occ: g.Occurrences, null: -1, nullOcc: nullOcc}
+	x := &Index{users: g.Users, items: g.Items, occ: g.Occurrences, null: -1, nullOcc: nullOcc, work: userWork}
 	if nullOcc > 0 {
 		x.nnOrder = nnOrder
 		for i, it := range g.Items {
@@ -554,7 +724,7 @@ func buildIndex(table sql.Table, db, name, unitCol, keyCol string) (*Index, erro
 		g.Lists[u] = nil // let the builder's lists go as we copy
 		x.offs[u+1] = uint32(len(x.ents))
 	}
-	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.nnOrder))*4
+	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.nnOrder))*4 + int64(len(x.work))*4
 	for _, s := range x.users {
 		x.bytes += int64(len(s)) + 16
 	}

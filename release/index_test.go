@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/release/sealed"
@@ -84,11 +86,21 @@ func randomTable(t testing.TB, r *rand.Rand, intUnits bool) *storage.Table {
 // key's text, NULLs skipped (values), or by keyItem (distinct).
 func scanPairs(t testing.TB, tbl sql.Table, col string, filter sql.Expression, distinct bool) (setunion.Grouped, *Scan) {
 	t.Helper()
-	ctx := sql.NewContext(context.Background())
+	return scanExprPairs(t, tbl, column(tbl, col), filter, distinct, sealed.Limits{})
+}
+
+// column returns a reference to column col of tbl.
+func column(tbl sql.Table, col string) sql.Expression {
 	sch := tbl.Schema()
 	i := sch.IndexOfColName(col)
-	key := expression.NewGetFieldWithTable(i, 0, sch[i].Type, "db", "t", sch[i].Name, true)
-	s, err := NewScan(ctx, "db", "t", tbl, "uid", Expr{E: filter}, []Expr{{E: key}}, sealed.Limits{})
+	return expression.NewGetFieldWithTable(i, 0, sch[i].Type, "db", "t", sch[i].Name, true)
+}
+
+// scanExprPairs is scanPairs for a key expression, under limits lim.
+func scanExprPairs(t testing.TB, tbl sql.Table, key, filter sql.Expression, distinct bool, lim sealed.Limits) (setunion.Grouped, *Scan) {
+	t.Helper()
+	ctx := sql.NewContext(context.Background())
+	s, err := NewScan(ctx, "db", "t", tbl, "uid", Expr{E: filter}, []Expr{{E: key}}, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +136,7 @@ func TestIndexPairsEqualScanPairs(t *testing.T) {
 	for trial := range 60 {
 		tbl := randomTable(t, r, trial%2 == 1)
 		for _, col := range []string{"s", "n", "uid"} {
-			x, err := buildIndex(tbl, "db", "t", "uid", col)
+			x, err := buildIndex(ctx, tbl, "db", "t", "uid", column(tbl, col), sealed.DefaultLimits(), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,5 +262,180 @@ func TestIndexWaitEndsWithContext(t *testing.T) {
 	cancel()
 	if _, ok := s.Indexed(sql.NewContext(cctx), ix, 0); ok {
 		t.Fatal("a cancelled wait returned an index")
+	}
+}
+
+// keyExprs returns key expressions over t's columns: string and integer
+// functions, some NULL or failing on some rows, one reading the unit.
+func keyExprs(tbl sql.Table) []sql.Expression {
+	s, n, uid := column(tbl, "s"), column(tbl, "n"), column(tbl, "uid")
+	lit := func(v any) sql.Expression {
+		if _, ok := v.(string); ok {
+			return expression.NewLiteral(v, types.LongText)
+		}
+		return expression.NewLiteral(v, types.Int64)
+	}
+	return []sql.Expression{
+		function.NewLower(s),
+		mustFn(function.NewConcat(s, lit("-x"))),
+		mustFn(function.NewConcat(uid, lit(":"), s)),
+		function.NewSubstringIndex(s, lit("w"), lit(int64(-1))),
+		expression.NewArithmetic(n, lit(int64(2)), "div"), // NULL when n is NULL
+		expression.NewArithmetic(lit(int64(10)), n, "%"),  // NULL when n = 0
+		mustFn(function.NewLeftPad(s, n, lit("ab"))),      // large for big n, NULL for NULL n
+	}
+}
+
+func mustFn(e sql.Expression, err error) sql.Expression {
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// TestIndexExprPairsEqualScanPairs is the property of the index of an
+// expression key: over random tables, expressions and unit filters, and
+// under a tight work limit that skips some rows, IndexedPairs either
+// declines (the release scans) or gives exactly the pairs the release's
+// scan groups; and it does not decline everywhere.
+func TestIndexExprPairsEqualScanPairs(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 5))
+	ix := NewIndexes(1<<30, t.Logf)
+	ctx := sql.NewContext(context.Background())
+	used, declined := 0, 0
+	for trial := range 18 {
+		tbl := randomTable(t, r, trial%2 == 1)
+		lim := sealed.Limits{}
+		if trial%3 == 2 {
+			lim.MaxRowWork = 6 + r.IntN(10) // some rows over it, with or without the filter
+		}
+		uf := column(tbl, "uid")
+		for _, key := range keyExprs(tbl) {
+			filters := append([]sql.Expression{nil}, unitFilters(r, uf)...)
+			for _, filter := range filters {
+				for view, distinct := range map[int]bool{DistinctView: true, ValueView: false} {
+					want, s := scanExprPairs(t, tbl, key, filter, distinct, lim)
+					got, ok := s.IndexedPairs(ctx, ix, 0, view)
+					switch {
+					case !ok:
+						declined++
+					case fmt.Sprint(got) != fmt.Sprint(want):
+						t.Fatalf("trial %d key %s filter %v view %d lim %+v:\nindex %v\nscan  %v", trial, key, filter, view, lim, got, want)
+					default:
+						used++
+					}
+				}
+			}
+		}
+	}
+	if used == 0 || declined == 0 {
+		t.Fatalf("index used %d times, declined %d: the property is not exercised both ways", used, declined)
+	}
+	t.Logf("%d releases from expression indexes equal to the scan, %d declined", used, declined)
+}
+
+// TestIndexExprKeyedBySession: the index of an expression is kept per
+// session variables that change evaluation: a session with another
+// collation_connection or sql_mode builds its own.
+func TestIndexExprKeyedBySession(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	tbl := randomTable(t, r, false)
+	ix := NewIndexes(1<<30, nil)
+	key := function.NewLower(column(tbl, "s"))
+	ctx := sql.NewContext(context.Background())
+	s1, err := NewScan(ctx, "db", "t", tbl, "uid", Expr{}, []Expr{{E: key}}, sealed.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x1, ok := s1.Indexed(ctx, ix, 0)
+	if !ok || x1.work == nil {
+		t.Fatalf("no expression index (ok=%v)", ok)
+	}
+	if again, _ := s1.Indexed(ctx, ix, 0); again != x1 {
+		t.Fatal("the same expression in the same session got another index")
+	}
+	if sql.SystemVariables == nil {
+		t.Skip("no system variable registry in this test binary")
+	}
+	ctx2 := sql.NewContext(context.Background())
+	if err := ctx2.SetSessionVariable(ctx2, "sql_mode", "ANSI_QUOTES"); err != nil {
+		t.Skipf("cannot set sql_mode: %v", err)
+	}
+	s2, err := NewScan(ctx2, "db", "t", tbl, "uid", Expr{}, []Expr{{E: key}}, sealed.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x2, ok := s2.Indexed(ctx2, ix, 0); !ok || x2 == x1 {
+		t.Fatal("another sql_mode shared the index")
+	}
+}
+
+// TestIndexExprEviction: when an index does not fit, the least recently
+// used indexes of expressions make room (any text makes one, so they must
+// not fill the bound for good); a column's index is never dropped.
+func TestIndexExprEviction(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	tbl := randomTable(t, r, false)
+	ctx := sql.NewContext(context.Background())
+	scanOf := func(key sql.Expression) *Scan {
+		_, s := scanExprPairs(t, tbl, key, nil, false, sealed.Limits{})
+		return s
+	}
+	col := scanOf(column(tbl, "s"))
+	lower := scanOf(function.NewLower(column(tbl, "s")))
+	upper := scanOf(function.NewUpper(column(tbl, "s")))
+	probe := NewIndexes(1<<30, nil)
+	xc, _ := col.Indexed(ctx, probe, 0)
+	xl, _ := lower.Indexed(ctx, probe, 0)
+	if xc == nil || xl == nil {
+		t.Fatal("no index")
+	}
+	// Room for the column's index and one expression's.
+	var logs []string
+	ix := NewIndexes(xc.Bytes()+xl.Bytes()*3/2, func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
+	for _, s := range []*Scan{col, lower, upper, col} {
+		if _, ok := s.Indexed(ctx, ix, 0); !ok {
+			t.Fatalf("an index was not kept: %q", logs)
+		}
+	}
+	var kept []string
+	for k, e := range ix.entries {
+		if e.counted > 0 {
+			kept = append(kept, k.key)
+		}
+	}
+	if len(kept) != 2 || !slices.ContainsFunc(kept, func(k string) bool { return k == "s" }) ||
+		!slices.ContainsFunc(kept, func(k string) bool { return strings.Contains(k, "upper") }) {
+		t.Fatalf("kept %q, want the column's index and upper's", kept)
+	}
+	if ix.Bytes() > ix.limit {
+		t.Fatalf("%d bytes over the bound %d", ix.Bytes(), ix.limit)
+	}
+	if !strings.Contains(strings.Join(logs, "\n"), "dropped the least recently used") {
+		t.Fatalf("logs: %q", logs)
+	}
+}
+
+// TestIndexExprBuildsBounded: while an expression's index is being built
+// (outside every statement, where no KILL reaches it), a release of
+// another expression scans instead of starting a second build; a column's
+// index is still built.
+func TestIndexExprBuildsBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	tbl := randomTable(t, r, false)
+	ctx := sql.NewContext(context.Background())
+	ix := NewIndexes(1<<30, nil)
+	ix.building = maxExprBuilds // one under way
+	_, lower := scanExprPairs(t, tbl, function.NewLower(column(tbl, "s")), nil, false, sealed.Limits{})
+	if _, ok := lower.Indexed(ctx, ix, 0); ok || len(ix.entries) != 0 {
+		t.Fatalf("a second expression build started (%d entries)", len(ix.entries))
+	}
+	_, col := scanPairs(t, tbl, "s", nil, false)
+	if _, ok := col.Indexed(ctx, ix, 0); !ok {
+		t.Fatal("a column's index was not built")
+	}
+	ix.building = 0
+	if _, ok := lower.Indexed(ctx, ix, 0); !ok || ix.building != 0 {
+		t.Fatalf("no expression index once the other build ended (building %d)", ix.building)
 	}
 }

@@ -39,6 +39,13 @@ type Scan struct {
 	src     sql.Table
 	unitCol string
 	plain   []string
+	// exprKey is, per key that is not a plain column, the canonical text
+	// of the expression (exprSpec) when its value has an indexable type
+	// ("" otherwise), with keyExprs and lim to evaluate it again: the
+	// release index of an expression (Indexed).
+	exprKey  []string
+	keyExprs []sql.Expression
+	lim      sealed.Limits
 	// unitFilter is the filter compiled alone over the table's full rows,
 	// when it reads the privacy unit only (unitAt in those rows): the
 	// release index evaluates it once per user (Indexed).
@@ -63,9 +70,15 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 	s := &Scan{db: db, name: name, unit: 0, filter: -1, src: table, unitCol: uc.Name}
 	if indexable(uc.Type) {
 		s.plain = make([]string, len(keys))
+		s.exprKey = make([]string, len(keys))
+		s.keyExprs = make([]sql.Expression, len(keys))
+		s.lim = lim
 		for i, k := range keys {
+			s.keyExprs[i] = k.E
 			if gf, ok := k.E.(*expression.GetField); ok && gf.Index() >= 0 && gf.Index() < len(sch) && indexable(sch[gf.Index()].Type) {
 				s.plain[i] = sch[gf.Index()].Name
+			} else if spec, ok := exprSpec(k.E); ok && indexable(k.E.Type()) && deterministic(k.E) {
+				s.exprKey[i] = spec
 			}
 		}
 	}

@@ -226,7 +226,9 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 		if n == 0 {
 			n = release.DefaultIndexBytes
 		}
-		popts = append(popts, planner.WithIndexes(release.NewIndexes(n, lockedLog(logw))))
+		ix := release.NewIndexes(n, lockedLog(logw))
+		popts = append(popts, planner.WithIndexes(ix))
+		fcfg.Indexes = ix
 	}
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases

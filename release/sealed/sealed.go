@@ -296,8 +296,7 @@ type compiler struct {
 // data), and a value beyond the limit is refused.
 func (c *compiler) checkConstants(e sql.Expression) error {
 	var err error
-	ev := newSession(c.ctx, c.p.lim.MaxValueBytes)
-	sctx := sql.NewContext(context.Background(), sql.WithSession(ev))
+	var sctx *sql.Context // made on the first constant: most expressions have none
 	transform.InspectExpr(e, func(e sql.Expression) bool {
 		if err != nil {
 			return true
@@ -307,6 +306,9 @@ func (c *compiler) checkConstants(e sql.Expression) error {
 		}
 		if r := ruleOf(e); r != nil && r.structural {
 			return false
+		}
+		if sctx == nil {
+			sctx = sql.NewContext(context.Background(), sql.WithSession(newSession(c.ctx, c.p.lim.MaxValueBytes)))
 		}
 		v, evalErr := safeEval(sctx, e, nil)
 		if evalErr != nil {
@@ -475,6 +477,7 @@ type Evaluator struct {
 	p       *Program
 	ctx     *sql.Context
 	scratch sql.Row
+	work    int
 }
 
 // NewEvaluator returns an evaluator of p whose session copies the system
@@ -504,6 +507,7 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 	s := ev.scratch
 	copy(s, row[:min(len(row), ev.p.ncols)])
 	work := 0
+	defer func() { ev.work = work }()
 	lim := ev.p.lim
 	for _, u := range ev.p.units {
 		if u.match != nil {
@@ -526,6 +530,19 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 		}
 	}
 	return true
+}
+
+// Work returns the work of the last row Row evaluated: the bytes its
+// calls read, as bounded by Limits.MaxRowWork (above it when Row skipped
+// the row for its work).
+func (ev *Evaluator) Work() int { return ev.work }
+
+// Detached returns a context that no statement's end cancels, whose
+// session is a sealed copy of parent's system variables as NewEvaluator
+// makes it: to evaluate later, outside the statement, exactly as the
+// statement's own evaluation would (the release index builds).
+func Detached(parent *sql.Context, lim Limits) *sql.Context {
+	return sql.NewContext(context.Background(), sql.WithSession(newSession(parent, lim.orDefault().MaxValueBytes)))
 }
 
 // Value returns the value of expression i after Row; ok is false when its

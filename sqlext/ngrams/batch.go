@@ -64,7 +64,7 @@ func (bt *Batch) Reset() {
 // AddBatch adds the rows of bt as AddRow would have added them one by one.
 // bt may be reset and reused once AddBatch returns.
 func (e *Extractor) AddBatch(bt *Batch) {
-	if e.err != nil || e.ran {
+	if e.err != nil || e.ran || e.frozen != nil {
 		return
 	}
 	e.rows += bt.rows

@@ -74,6 +74,10 @@ type Extractor struct {
 
 	// batchUsers and batchToks map a Batch's ids to the extractor's.
 	batchUsers, batchToks []uint32
+
+	// frozen, when set, is the input (NewFromCorpus): the extractor takes
+	// no rows and runs over it.
+	frozen *Corpus
 }
 
 // New validates o and returns an empty extractor.
@@ -105,7 +109,7 @@ const maxTokens = math.MaxInt32
 // (a NULL privacy unit) is dropped silently: a count of dropped rows would
 // itself leak. The slices may be reused by the caller after AddRow returns.
 func (e *Extractor) AddRow(user, text []byte) {
-	if len(user) == 0 || e.err != nil || e.ran {
+	if len(user) == 0 || e.err != nil || e.ran || e.frozen != nil {
 		return
 	}
 	e.rows++
@@ -150,6 +154,9 @@ type InputStats struct {
 
 // Stats returns the statistics of the rows added so far.
 func (e *Extractor) Stats() InputStats {
+	if e.frozen != nil {
+		return e.frozen.stats
+	}
 	return InputStats{Rows: e.rows, Users: e.users.Len(), Tokens: int64(len(e.tokens)), DistinctTokens: e.toks.Len()}
 }
 
@@ -217,8 +224,13 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	c := e.corpus()
 	res := Result{Input: e.Stats()}
+	var c *corpus
+	if e.frozen != nil {
+		c = e.frozen.c
+	} else {
+		c = e.corpus()
+	}
 
 	start := time.Now()
 	s1, st, err := e.level1(ctx, rng, c)
@@ -321,22 +333,25 @@ func (e *Extractor) corpus() *corpus {
 func (e *Extractor) level1(ctx context.Context, rng *rand.Rand, c *corpus) (*gramSet, LevelStats, error) {
 	lp := e.plan.Levels[0]
 	st := LevelStats{N: 1, Rule: lp.Rule, Sigma: lp.Sigma, Rho: lp.Rho, Gamma: lp.Gamma, MaxItems: lp.MaxItems}
-	b, err := setunion.NewCalibratedBuilder(e.plan.level1)
-	if err != nil {
-		return nil, st, err
-	}
-	var toks []uint32
-	for u := range c.users() {
-		toks = toks[:0]
-		for _, r := range c.rowsOf(uint32(u)) {
-			s, end := c.span(r)
-			toks = append(toks, c.tokens[s:end]...)
+	var b *setunion.Builder
+	var err error
+	if e.frozen != nil {
+		// The same pairs in the same order, grouped once (Corpus).
+		b, err = setunion.NewCalibratedGroupedBuilder(e.plan.level1, e.frozen.level1)
+		if err != nil {
+			return nil, st, err
 		}
-		slices.Sort(toks)
-		toks = slices.Compact(toks)
-		id, _ := b.UserID([]byte(c.names[u]))
-		for _, t := range toks {
-			b.AddID(id, e.tokenBytes(t))
+	} else {
+		if b, err = setunion.NewCalibratedBuilder(e.plan.level1); err != nil {
+			return nil, st, err
+		}
+		var toks []uint32
+		for u := range c.users() {
+			toks = c.userTokens(uint32(u), toks[:0])
+			id, _ := b.UserID([]byte(c.names[u]))
+			for _, t := range toks {
+				b.AddID(id, e.tokenBytes(t))
+			}
 		}
 	}
 	res, err := b.ReleaseContext(ctx, rng)

@@ -56,3 +56,19 @@ func (b *Builder) Grouped() Grouped {
 	b.Group()
 	return Grouped{Users: b.users.Strings(), Items: b.items.Strings(), Lists: b.lists, Occurrences: b.occurrences}
 }
+
+// NewCalibratedGroupedBuilder is NewGroupedBuilder for a calibration the
+// caller computed (NewCalibratedBuilder, whose checks it applies): the
+// n-gram extractor's level 1 over a stored corpus.
+func NewCalibratedGroupedBuilder(cal Calibration, g Grouped) (*Builder, error) {
+	cb, err := NewCalibratedBuilder(cal)
+	if err != nil {
+		return nil, err
+	}
+	b, err := NewGroupedBuilder(Defaults(), g)
+	if err != nil {
+		return nil, err
+	}
+	b.opts, b.cal = cb.opts, cb.cal
+	return b, nil
+}
