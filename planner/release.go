@@ -401,17 +401,17 @@ func (r *Release) fromIndexes(ctx *sql.Context, opts []setunion.Options, builder
 	if r.mode == setUnions {
 		view = release.ValueView
 	}
-	grouped := make([]setunion.Grouped, len(builders))
+	prepared := make([]*setunion.Prepared, len(builders))
 	for i := range builders {
-		g, ok := r.scan.IndexedPairs(ctx, r.indexes, i, view)
+		p, ok := r.scan.IndexedPairs(ctx, r.indexes, i, view)
 		if !ok {
 			return false
 		}
-		grouped[i] = g
+		prepared[i] = p
 	}
-	made := make([]*setunion.Builder, len(grouped))
-	for i, g := range grouped {
-		b, err := setunion.NewGroupedBuilder(opts[i], g)
+	made := make([]*setunion.Builder, len(prepared))
+	for i, p := range prepared {
+		b, err := setunion.NewPreparedBuilder(opts[i], p)
 		if err != nil {
 			return false // the options passed NewBuilder: a malformed index, which scanning avoids
 		}

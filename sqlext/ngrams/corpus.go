@@ -21,8 +21,8 @@ type Corpus struct {
 	stats InputStats
 	// level1 is the state a level-1 builder reaches from the corpus: users
 	// in id order, each user's distinct tokens added by ascending token id
-	// (Extractor.level1), grouped.
-	level1 setunion.Grouped
+	// (Extractor.level1), grouped and prepared.
+	level1 *setunion.Prepared
 	bytes  int64
 }
 
@@ -60,10 +60,16 @@ func (e *Extractor) Corpus() (*Corpus, error) {
 			b.AddID(id, out.toks.Bytes(t))
 		}
 	}
-	out.level1 = b.Grouped()
-	out.bytes = 4*int64(len(c.tokens)+len(c.rowEnd)+len(c.userStart)+len(c.byUser)) + 16*int64(out.toks.Len()+2*len(c.names))
+	if out.level1, err = setunion.Prepare(b.Grouped()); err != nil {
+		return nil, err
+	}
+	g := out.level1.Grouped()
+	// Tokens, rows, users; level 1's lists (8 B a pair), names and the
+	// prepared sums and flat ids (4 B a pair, 12 B an item, 8 B a user).
+	out.bytes = 4*int64(len(c.tokens)+len(c.rowEnd)+len(c.userStart)+len(c.byUser)) + 16*int64(out.toks.Len()+2*len(c.names)) +
+		12*int64(len(g.Items)) + 8*int64(len(g.Users))
 	for u, name := range c.names {
-		out.bytes += int64(len(name)) + 24 + 8*int64(len(out.level1.Lists[u]))
+		out.bytes += int64(len(name)) + 24 + 12*int64(len(g.Lists[u]))
 	}
 	for i := range out.toks.Len() {
 		out.bytes += 2*int64(len(out.toks.Bytes(uint32(i)))) + 8

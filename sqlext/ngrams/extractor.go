@@ -337,7 +337,7 @@ func (e *Extractor) level1(ctx context.Context, rng *rand.Rand, c *corpus) (*gra
 	var err error
 	if e.frozen != nil {
 		// The same pairs in the same order, grouped once (Corpus).
-		b, err = setunion.NewCalibratedGroupedBuilder(e.plan.level1, e.frozen.level1)
+		b, err = setunion.NewCalibratedPreparedBuilder(e.plan.level1, e.frozen.level1)
 		if err != nil {
 			return nil, st, err
 		}

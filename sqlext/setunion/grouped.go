@@ -58,17 +58,23 @@ func (b *Builder) Grouped() Grouped {
 }
 
 // NewCalibratedGroupedBuilder is NewGroupedBuilder for a calibration the
+// caller computed (NewCalibratedBuilder, whose checks it applies).
+func NewCalibratedGroupedBuilder(cal Calibration, g Grouped) (*Builder, error) {
+	p, err := Prepare(g)
+	if err != nil {
+		return nil, err
+	}
+	return NewCalibratedPreparedBuilder(cal, p)
+}
+
+// NewCalibratedPreparedBuilder is NewPreparedBuilder for a calibration the
 // caller computed (NewCalibratedBuilder, whose checks it applies): the
 // n-gram extractor's level 1 over a stored corpus.
-func NewCalibratedGroupedBuilder(cal Calibration, g Grouped) (*Builder, error) {
-	cb, err := NewCalibratedBuilder(cal)
+func NewCalibratedPreparedBuilder(cal Calibration, p *Prepared) (*Builder, error) {
+	b, err := NewCalibratedBuilder(cal)
 	if err != nil {
 		return nil, err
 	}
-	b, err := NewGroupedBuilder(Defaults(), g)
-	if err != nil {
-		return nil, err
-	}
-	b.opts, b.cal = cb.opts, cb.cal
+	b.prep, b.lists, b.occurrences = p, p.g.Lists, p.g.Occurrences
 	return b, nil
 }
