@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -107,10 +108,11 @@ type Indexes struct {
 	limit int64
 	logf  func(format string, args ...any)
 
-	mu      sync.Mutex
-	used    int64
-	clock   int64 // counts uses (indexEntry.used)
-	entries map[indexKey]*indexEntry
+	mu       sync.Mutex
+	used     int64
+	clock    int64 // counts uses (indexEntry.used)
+	exprUsed int64 // the part of used that expressions' indexes hold
+	entries  map[indexKey]*indexEntry
 	// building counts the builds of expressions' indexes under way: a
 	// build runs outside every statement (no KILL, no max_execution_time,
 	// no memory guard reaches it), so an analyst who sends many
@@ -232,7 +234,11 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 		key = indexKey{strings.ToLower(db), strings.ToLower(tname), strings.ToLower(unitCol),
 			fmt.Sprintf("%s%s\x00%s\x00%+v", exprKeyPrefix, expr, sessionSpec(ctx), s.lim)}
 		name = fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, s.keyExprs[i], unitCol)
-		bctx, keyExpr, lim := sealed.Detached(ctx, s.lim), s.keyExprs[i], s.lim
+		// The build evaluates the analyst's expression on every row: it
+		// ends with the statement that started it (KILL,
+		// max_execution_time, a client that left), like the scan it
+		// replaces, and is tried again by a later release.
+		bctx, keyExpr, lim := sealed.Detached(ctx, s.lim).WithContext(ctx.Context), s.keyExprs[i], s.lim
 		build = func() (any, int64, string, error) {
 			idx, err := buildIndex(bctx, table, db, tname, unitCol, keyExpr, lim, true)
 			if err != nil {
@@ -480,6 +486,9 @@ func (ix *Indexes) entry(key indexKey, version uint64, name string, build indexB
 		return nil
 	case e != nil:
 		ix.used -= e.counted // a reload: the old rows' index goes
+		if key.evictable() {
+			ix.exprUsed -= e.counted
+		}
 		e.counted = 0
 	}
 	e = &indexEntry{version: version, done: make(chan struct{})}
@@ -512,27 +521,51 @@ func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBu
 	if ix.entries[key] != e {
 		return // replaced meanwhile
 	}
-	if err == nil && ix.used+bytes > ix.limit {
-		ix.evict(bytes)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		delete(ix.entries, key) // the statement that started it ended: not a failure
+		ix.logf("release index %s: build stopped with the statement that started it; a later release builds it", name)
+		return
+	}
+	if err == nil && !ix.fits(key, bytes) {
+		ix.evict(key, bytes)
 	}
 	switch {
 	case err != nil:
 		ix.logf("release index %s: not built (%v); its releases scan the table", name, err)
-	case ix.used+bytes > ix.limit:
+	case !ix.fits(key, bytes):
+		bound := ix.limit
+		if key.evictable() {
+			bound = ix.limit / exprShare
+		}
 		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB (%d MiB in use); its releases scan the table",
-			name, bytes>>20, ix.limit>>20, ix.used>>20)
+			name, bytes>>20, bound>>20, ix.used>>20)
 	default:
 		e.val, e.counted = val, bytes
 		ix.used += bytes
+		if key.evictable() {
+			ix.exprUsed += bytes
+		}
 		ix.logf("release index %s: %s, built in %v; %.1f MiB of indexes in use",
 			name, summary, time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
 	}
 }
 
+// exprShare: the indexes of expressions hold at most 1/exprShare of the
+// bound together. Any text makes one, so an analyst's expressions (with
+// values as large as the evaluation limits allow) could otherwise fill the
+// memory that indexes hold for good; columns' indexes and corpora, a few
+// per table, may use the rest.
+const exprShare = 4
+
+// fits reports whether bytes more for key fit the bounds; ix.mu is held.
+func (ix *Indexes) fits(key indexKey, bytes int64) bool {
+	return ix.used+bytes <= ix.limit && (!key.evictable() || ix.exprUsed+bytes <= ix.limit/exprShare)
+}
+
 // evict drops the least recently used indexes of expressions until bytes
-// more fit the bound, if dropping them all would make room; ix.mu is held.
+// more for key fit, if dropping them all would make room; ix.mu is held.
 // A release still reading a dropped index keeps it until it ends.
-func (ix *Indexes) evict(bytes int64) {
+func (ix *Indexes) evict(key indexKey, bytes int64) {
 	var cands []indexKey
 	var free int64
 	for k, e := range ix.entries {
@@ -541,16 +574,17 @@ func (ix *Indexes) evict(bytes int64) {
 			free += e.counted
 		}
 	}
-	if ix.used-free+bytes > ix.limit {
+	if ix.used-free+bytes > ix.limit || key.evictable() && bytes > ix.limit/exprShare {
 		return
 	}
 	slices.SortFunc(cands, func(a, b indexKey) int { return cmp.Compare(ix.entries[a].used, ix.entries[b].used) })
 	for _, k := range cands {
-		if ix.used+bytes <= ix.limit {
+		if ix.fits(key, bytes) {
 			return
 		}
 		e := ix.entries[k]
 		ix.used -= e.counted
+		ix.exprUsed -= e.counted
 		ix.logf("release index: dropped the least recently used index of an expression (%.1f MiB) to make room", float64(e.counted)/(1<<20))
 		e.counted = 0
 		delete(ix.entries, k)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -390,9 +391,13 @@ func TestIndexExprEviction(t *testing.T) {
 	if xc == nil || xl == nil {
 		t.Fatal("no index")
 	}
-	// Room for the column's index and one expression's.
+	// Room for one expression's index in the expressions' share, and for
+	// the column's.
 	var logs []string
-	ix := NewIndexes(xc.Bytes()+xl.Bytes()*3/2, func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
+	ix := NewIndexes(xl.Bytes()*3/2*exprShare, func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
+	if xc.Bytes() > ix.limit-ix.limit/exprShare {
+		t.Fatalf("test setup: column index %d bytes", xc.Bytes())
+	}
 	for _, s := range []*Scan{col, lower, upper, col} {
 		if _, ok := s.Indexed(ctx, ix, 0); !ok {
 			t.Fatalf("an index was not kept: %q", logs)
@@ -408,8 +413,14 @@ func TestIndexExprEviction(t *testing.T) {
 		!slices.ContainsFunc(kept, func(k string) bool { return strings.Contains(k, "upper") }) {
 		t.Fatalf("kept %q, want the column's index and upper's", kept)
 	}
-	if ix.Bytes() > ix.limit {
-		t.Fatalf("%d bytes over the bound %d", ix.Bytes(), ix.limit)
+	if ix.Bytes() > ix.limit || ix.exprUsed > ix.limit/exprShare {
+		t.Fatalf("%d bytes (%d of expressions) over the bound %d", ix.Bytes(), ix.exprUsed, ix.limit)
+	}
+	// An expression's index larger than the share is not kept, and
+	// evicts nothing.
+	tight := NewIndexes(xl.Bytes()*exprShare-1, nil)
+	if _, ok := lower.Indexed(ctx, tight, 0); ok || tight.Bytes() != 0 {
+		t.Fatal("an expression index over the expressions' share was kept")
 	}
 	if !strings.Contains(strings.Join(logs, "\n"), "dropped the least recently used") {
 		t.Fatalf("logs: %q", logs)
@@ -437,5 +448,35 @@ func TestIndexExprBuildsBounded(t *testing.T) {
 	ix.building = 0
 	if _, ok := lower.Indexed(ctx, ix, 0); !ok || ix.building != 0 {
 		t.Fatalf("no expression index once the other build ended (building %d)", ix.building)
+	}
+}
+
+// TestIndexExprBuildEndsWithStatement: the build of an expression's index
+// (which evaluates the analyst's expression on every row) ends with the
+// statement that started it, leaves no entry behind, and a later release
+// builds it.
+func TestIndexExprBuildEndsWithStatement(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	tbl := randomTable(t, r, false)
+	ix := NewIndexes(1<<30, nil)
+	_, lower := scanExprPairs(t, tbl, function.NewLower(column(tbl, "s")), nil, false, sealed.Limits{})
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := lower.Indexed(sql.NewContext(cctx), ix, 0); ok {
+		t.Fatal("a cancelled statement got an index")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		ix.mu.Lock()
+		building, entries := ix.building, len(ix.entries)
+		ix.mu.Unlock()
+		if building == 0 && entries == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the build did not end with its statement: %d building, %d entries", building, entries)
+		}
+	}
+	if _, ok := lower.Indexed(sql.NewContext(context.Background()), ix, 0); !ok {
+		t.Fatal("a later release did not build the index")
 	}
 }

@@ -92,6 +92,8 @@ type Governed struct {
 	engine *sqle.Engine
 	srv    *Server
 	log    io.Writer
+	// indexes are the release indexes (nil: none).
+	indexes *release.Indexes
 	// globals holds the global system variables the server set (the
 	// configured dp_* defaults, secure_file_priv) as they were before, for
 	// Shutdown to restore: they are the process's, not the server's.
@@ -222,13 +224,14 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
 		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
 	}
+	var indexes *release.Indexes
 	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {
 		if n == 0 {
 			n = release.DefaultIndexBytes
 		}
-		ix := release.NewIndexes(n, lockedLog(logw))
-		popts = append(popts, planner.WithIndexes(ix))
-		fcfg.Indexes = ix
+		indexes = release.NewIndexes(n, lockedLog(logw))
+		popts = append(popts, planner.WithIndexes(indexes))
+		fcfg.Indexes = indexes
 	}
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
@@ -342,7 +345,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Governed{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw, globals: globals}, nil
+	return &Governed{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw, indexes: indexes, globals: globals}, nil
 }
 
 // loginHint is what a refused login without TLS is told (for every user
@@ -426,6 +429,10 @@ func (s *Governed) Ledger() *ledger.Ledger { return s.ledger }
 
 // Engine returns the server's engine.
 func (s *Governed) Engine() *sqle.Engine { return s.engine }
+
+// ReleaseIndexBytes returns the memory the release indexes hold
+// (limits.release_index_bytes bounds it).
+func (s *Governed) ReleaseIndexBytes() int64 { return s.indexes.Bytes() }
 
 // Serve accepts connections until Shutdown (it then returns nil).
 func (s *Governed) Serve() error {
