@@ -230,9 +230,10 @@ type Limits struct {
 	ReleaseValueBytes int `yaml:"release_value_bytes"`
 	ReleaseRowWork    int `yaml:"release_row_work"`
 	// ReleaseIndexBytes bounds the memory of the release indexes (per
-	// protected table and column, the grouped pairs that releases reading
-	// a whole column take instead of scanning; release.Indexes). 0: 512
-	// MiB; -1: no index, every release scans.
+	// protected table and column or key expression, the grouped pairs that
+	// releases take instead of scanning, and the n-gram corpora of text
+	// columns; release.Indexes; expressions' indexes share a quarter of
+	// it). 0: 512 MiB; -1: none, every release scans.
 	ReleaseIndexBytes int64 `yaml:"release_index_bytes"`
 	// PublicLookupRows and PublicLookupBytes bound the public side of each
 	// public lookup or join of a release (lookup.DefaultLimits: 1,048,576
