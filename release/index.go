@@ -29,7 +29,7 @@ import (
 // every release over the same column that reads every row. An Index keeps
 // them, grouped and interned, per (table version, privacy-unit column, key
 // column): built on first use by one scan of the table, then handed to the
-// mechanism by every later release (setunion.NewGroupedBuilder) instead of
+// mechanism by every later release (setunion.NewPreparedBuilder) instead of
 // scanning and grouping the table again.
 //
 // Why the output is the same. A release may read an index only when its
@@ -52,7 +52,9 @@ import (
 // index keeps those pairs in the state a setunion.Builder reaches after
 // grouping them (users and items in order of first occurrence, each user's
 // distinct items by ascending id with their multiplicities), and
-// NewGroupedBuilder is proven (its tests) to release exactly what the
+// NewGroupedBuilder (and NewPreparedBuilder, which skips its checks: the
+// index prepares each view once) is proven (its tests, and setunion's
+// TestReleaseGolden) to release exactly what the
 // builder fed pair by pair releases, for the same random source. The two
 // ways a release names items are both derived from the one recorded
 // sequence: the item of a SELECT DISTINCT key (the planner's encoding of a
@@ -815,7 +817,7 @@ const (
 func (x *Index) Prepared(view int) *setunion.Prepared { return x.prepared[view] }
 
 // Grouped returns the index's pairs as a release of kind view
-// (DistinctView or ValueView) adds them, for setunion.NewGroupedBuilder:
+// (DistinctView or ValueView) adds them (see Prepared):
 // read-only, shared by every release.
 func (x *Index) Grouped(view int) setunion.Grouped { return x.views[view] }
 
