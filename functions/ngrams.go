@@ -672,6 +672,7 @@ func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 		if reuse.Reused() {
 			return storedNgrams(reuse)
 		}
+		defer reuse.Done() // after Keep below, or on failure
 	}
 	// The table's corpus from the release index cache, when it has one;
 	// else read and tokenise the rows now. Either gives the same release.

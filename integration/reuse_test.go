@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -435,6 +436,49 @@ func TestReuseWindowAndOff(t *testing.T) {
 	r1 = run(t, alice, q)
 	mustNew(t, "first", r1, "0")
 	mustNew(t, "reuse disabled", run(t, alice, q), r1.releases)
+}
+
+// TestReuseConcurrent: identical releases sent at the same moment on
+// several connections of one analyst are made and charged once; the others
+// wait for it and return it again, with the Note, at no charge.
+func TestReuseConcurrent(t *testing.T) {
+	d := newReuseDeployment(t, "")
+	const n = 6
+	conns := make([]*dbsql.Conn, n)
+	for i := range conns {
+		conns[i] = d.conn(t, "alice", alicePassword)
+	}
+	for _, q := range []string{
+		"SELECT DISTINCT item FROM events",
+		"SELECT ngram FROM DP_NGRAMS('shop.events', 'item', 'user_id', 'max_n=1')",
+	} {
+		start := make(chan struct{})
+		got := make([][][]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, c := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[i], errs[i] = readAll(context.Background(), c, q)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("%s on connection %d: %v", q, i, errs[i])
+			}
+			if fmt.Sprint(got[i]) != fmt.Sprint(got[0]) {
+				t.Errorf("%s: connection %d got other rows than connection 0", q, i)
+			}
+		}
+	}
+	b, err := readAll(context.Background(), conns[0], "SELECT releases FROM DP_BUDGET() WHERE database_name = 'shop'")
+	if err != nil || len(b) != 1 || b[0][0] != "2" {
+		t.Fatalf("after %d identical releases of 2 statements at once: releases %v (%v), want 2", n, b, err)
+	}
 }
 
 // TestReuseClients: the mysql command line client and pandas see a reused

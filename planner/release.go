@@ -241,14 +241,16 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 		return nil, err
 	}
 	var (
-		core release.Released
-		u    *release.Reuse
-		err  error
+		core   release.Released
+		u      *release.Reuse
+		err    error
+		flight *release.Reuse // a new release, ended (Done) once kept or failed
 	)
+	defer func() { flight.Done() }()
 	if r.mode == aggregateRows {
-		core, u, err = r.releaseAggregates(ctx)
+		core, u, err = r.releaseAggregates(ctx, &flight)
 	} else {
-		core, u, err = r.releaseSets(ctx)
+		core, u, err = r.releaseSets(ctx, &flight)
 	}
 	if err != nil {
 		return nil, err
@@ -328,8 +330,10 @@ func (r *Release) stored(u *release.Reuse) (release.Released, error) {
 }
 
 // releaseSets charges (or reuses) and runs the set-union releases of a
-// DISTINCT or DP_SET_UNION node: one released set per builder.
-func (r *Release) releaseSets(ctx *sql.Context) (release.Released, *release.Reuse, error) {
+// DISTINCT or DP_SET_UNION node: one released set per builder. A new
+// release's Reuse goes to *flight as soon as it is charged, for run to end
+// it (release.Reuse.Done) after keeping it or on failure.
+func (r *Release) releaseSets(ctx *sql.Context, flight **release.Reuse) (release.Released, *release.Reuse, error) {
 	opts := r.options()
 	builders := make([]*setunion.Builder, len(opts))
 	for i, o := range opts {
@@ -343,6 +347,7 @@ func (r *Release) releaseSets(ctx *sql.Context) (release.Released, *release.Reus
 	if err != nil || u.Reused() {
 		return stored, u, err
 	}
+	*flight = u
 	// A release that reads whole plain columns takes their grouped pairs
 	// from the release index (the same pairs, so the same release; see
 	// release.Indexes); the others scan.
@@ -442,8 +447,9 @@ func (c *unitCache) id(b *setunion.Builder, unit []byte) uint32 {
 }
 
 // releaseAggregates makes a release of DP aggregates: charge (or reuse),
-// scan each row's group key and values into the dpagg pipeline, release.
-func (r *Release) releaseAggregates(ctx *sql.Context) (release.Released, *release.Reuse, error) {
+// scan each row's group key and values into the dpagg pipeline, release
+// (*flight as for releaseSets).
+func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (release.Released, *release.Reuse, error) {
 	pipe, err := dpagg.New(r.aggOpts)
 	if err != nil {
 		return release.Released{}, nil, err
@@ -452,6 +458,7 @@ func (r *Release) releaseAggregates(ctx *sql.Context) (release.Released, *releas
 	if err != nil || u.Reused() {
 		return stored, u, err
 	}
+	*flight = u
 	enc := keyEncoder{n: r.groupKeys}
 	var kbuf []byte
 	vals := make([]dpagg.Value, len(r.aggValue))

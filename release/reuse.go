@@ -45,8 +45,11 @@ import (
 // What stays observable, and is not data-dependent: a release canceled or
 // failed after its charge is not stored (so the next request is a new
 // release; whether a scan is canceled by a timeout depends on the table's
-// size, a timing channel the server has anyway); two identical requests
-// running at once may both be charged.
+// size, a timing channel the server has anyway). Two identical requests
+// running at once are made once: the later one waits for the first to end
+// (Reuse.Done) and is then answered from what it stored, or made anew if
+// it failed; whether and how long it waits depends on the other request
+// and the clock, not on a row.
 
 // ReuseKey identifies a release for reuse.
 type ReuseKey struct {
@@ -79,10 +82,23 @@ type Reuse struct {
 	Seq uint64
 	// Store keeps a new release's result (nil: nothing is stored).
 	Store func(data []byte) error
+	// End, if set, tells the Reuser that the new release ended (kept or
+	// failed): identical requests waiting for it go on (Done calls it).
+	End func()
 }
 
 // Reused reports whether u answers from a stored release.
 func (u *Reuse) Reused() bool { return u != nil && u.Data != nil }
+
+// Done ends a new release, after Keep or on failure: an identical request
+// that waits for it then reuses what Keep stored, or is made anew. Every
+// caller of ChargeOrReuse calls it once the release has ended (nil-safe;
+// a second call does nothing).
+func (u *Reuse) Done() {
+	if u != nil && u.End != nil {
+		u.End()
+	}
+}
 
 // MaxKeptBytes bounds the encoded size of a release Keep stores: a larger
 // one (hundreds of thousands of released keys) is not kept, so that the

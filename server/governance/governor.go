@@ -163,6 +163,10 @@ type Governor struct {
 	// inflight counts releases between Check and the end of Charge, so that
 	// Close can wait for charges being written.
 	inflight sync.WaitGroup
+
+	// flights are the reusable releases being made, by reuse key (join).
+	flightMu sync.Mutex
+	flights  map[string]*flight
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -140,17 +141,25 @@ func (g *Governor) ChargeOrReuse(ctx *sql.Context, reqs []release.Request) (*rel
 		}
 	}
 	key := g.reuseKey(ctx, reqs)
+	end := func() {}
 	if key != nil && !reqs[0].Reuse.Fresh {
+		var err error
+		if end, err = g.join(ctx, string(key)); err != nil {
+			return nil, err
+		}
 		done, err := g.enter()
 		if err != nil {
+			end()
 			return nil, err
 		}
 		s, ok, err := g.ledger.Reuse(background(ctx), key, User(ctx), reqs[0].Database, g.reuse.Window, meta(ctx, reqs[0]))
 		done()
 		if err != nil {
+			end()
 			return nil, chargeError(err)
 		}
 		if ok && len(s.Charges) > 0 {
+			end()
 			return &release.Reuse{Data: s.Data, At: s.Time, Seq: s.Charges[0].Seq}, nil
 		}
 	}
@@ -158,6 +167,7 @@ func (g *Governor) ChargeOrReuse(ctx *sql.Context, reqs []release.Request) (*rel
 	for _, r := range reqs {
 		rec, err := g.charge(ctx, r)
 		if err != nil {
+			end()
 			return nil, err
 		}
 		if stored.Time.IsZero() {
@@ -167,7 +177,7 @@ func (g *Governor) ChargeOrReuse(ctx *sql.Context, reqs []release.Request) (*rel
 			Seq: rec.Seq, Function: r.Function, Table: r.Table, Mechanism: r.Mechanism, Epsilon: r.Epsilon, Delta: r.Delta,
 		})
 	}
-	u := &release.Reuse{}
+	u := &release.Reuse{End: end}
 	if key != nil && len(stored.Charges) > 0 {
 		u.Store = func(data []byte) error {
 			done, err := g.enter()
@@ -183,3 +193,59 @@ func (g *Governor) ChargeOrReuse(ctx *sql.Context, reqs []release.Request) (*rel
 }
 
 var _ release.Reuser = (*Governor)(nil)
+
+// flight is a new reusable release being made: identical requests wait for
+// it (join) and then reuse what it stored, instead of being charged for a
+// second, identical release.
+type flight struct {
+	done    chan struct{}
+	session uint32
+}
+
+// join waits until no other session makes the release of key, then makes
+// this request the one that does; end, called once the release has ended
+// (release.Reuse.Done), lets the next waiter look for the stored result.
+// A request of the session that is making it already (two identical
+// releases of one statement that the statement's memo did not merge) does
+// not wait, which would never end. Whether a request waits depends on other
+// requests and the clock only: like reuse itself, nothing of the protected
+// rows.
+func (g *Governor) join(ctx *sql.Context, key string) (end func(), err error) {
+	var sess uint32
+	if ctx.Session != nil {
+		sess = ctx.Session.ID()
+	}
+	for {
+		g.flightMu.Lock()
+		f := g.flights[key]
+		switch {
+		case f == nil:
+			f = &flight{done: make(chan struct{}), session: sess}
+			if g.flights == nil {
+				g.flights = map[string]*flight{}
+			}
+			g.flights[key] = f
+			g.flightMu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					g.flightMu.Lock()
+					if g.flights[key] == f {
+						delete(g.flights, key)
+					}
+					g.flightMu.Unlock()
+					close(f.done)
+				})
+			}, nil
+		case f.session == sess:
+			g.flightMu.Unlock()
+			return func() {}, nil
+		}
+		g.flightMu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

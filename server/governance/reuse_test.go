@@ -2,10 +2,12 @@ package governance
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -56,6 +58,7 @@ func chargeOrReuse(t *testing.T, g *Governor, user string, r release.Request, da
 		return true, got.Sets[0][0]
 	}
 	u.Keep(release.Released{Sets: [][]string{{data}}})
+	u.Done()
 	return false, data
 }
 
@@ -260,4 +263,92 @@ func TestReusePreview(t *testing.T) {
 	if f := facts(fresh); f["shop.reused"] != "" || !strings.HasPrefix(f["shop.charge"], "ε=2 ") {
 		t.Errorf("dp_reuse = OFF: %v", f)
 	}
+}
+
+// ctxOfSession is ctxOf for session id.
+func ctxOfSession(user string, id uint32) *sql.Context {
+	sess := sql.NewBaseSessionWithClientServer("localhost", sql.Client{User: user, Address: "localhost"}, id)
+	return sql.NewContext(context.Background(), sql.WithSession(sess))
+}
+
+// TestReuseConcurrentIdentical: an identical request that arrives while a
+// release is being made waits for it and reuses it, at no charge, instead
+// of paying for a second one; when the first fails, the waiter is made and
+// charged itself; a waiter whose statement ends stops waiting; a second
+// identical release of the same session does not wait for itself.
+func TestReuseConcurrentIdentical(t *testing.T) {
+	g := newReuseGovernor(t, DefaultReuse())
+	r := reusable(0.5, "spec A")
+	first, err := g.ChargeOrReuse(ctxOfSession("alice", 1), []release.Request{r})
+	if err != nil || first.Reused() {
+		t.Fatalf("first: %v reused=%v", err, first.Reused())
+	}
+	type answer struct {
+		u   *release.Reuse
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		u, err := g.ChargeOrReuse(ctxOfSession("alice", 2), []release.Request{r})
+		got <- answer{u, err}
+	}()
+	select {
+	case a := <-got:
+		t.Fatalf("the identical request did not wait: %+v", a)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// The same session (a second identical release of its statement) goes on.
+	same, err := g.ChargeOrReuse(ctxOfSession("alice", 1), []release.Request{r})
+	if err != nil || same.Reused() {
+		t.Fatalf("same session: %v reused=%v", err, same.Reused())
+	}
+	same.Done()
+	first.Keep(release.Released{Sets: [][]string{{"kept"}}})
+	first.Done()
+	a := <-got
+	if a.err != nil || !a.u.Reused() {
+		t.Fatalf("the waiter: %v reused=%v", a.err, a.u.Reused())
+	}
+	bal, _ := g.Ledger().Balance("alice", "shop")
+	if bal.Releases != 2 { // first and same; not the waiter
+		t.Fatalf("%d releases charged, want 2", bal.Releases)
+	}
+
+	// A first release that fails (no Keep): the waiter is made and charged.
+	r2 := reusable(0.25, "spec B")
+	failing, err := g.ChargeOrReuse(ctxOfSession("alice", 1), []release.Request{r2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		u, err := g.ChargeOrReuse(ctxOfSession("alice", 2), []release.Request{r2})
+		got <- answer{u, err}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	failing.Done()
+	failing.Done() // a second call does nothing
+	if a := <-got; a.err != nil || a.u.Reused() {
+		t.Fatalf("after a failed first release: %v reused=%v", a.err, a.u != nil && a.u.Reused())
+	} else {
+		a.u.Done()
+	}
+
+	// A waiter whose statement ends stops waiting.
+	r3 := reusable(0.125, "spec C")
+	owner, err := g.ChargeOrReuse(ctxOfSession("alice", 1), []release.Request{r3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	wctx := ctxOfSession("alice", 3).WithContext(cctx)
+	go func() {
+		u, err := g.ChargeOrReuse(wctx, []release.Request{r3})
+		got <- answer{u, err}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if a := <-got; !errors.Is(a.err, context.Canceled) {
+		t.Fatalf("a cancelled waiter: %v", a.err)
+	}
+	owner.Done()
 }
