@@ -144,8 +144,12 @@ func (k indexKey) evictable() bool { return strings.HasPrefix(k.key, exprKeyPref
 const exprKeyPrefix = "\x00expr\x00"
 
 // indexBuild builds one cached value outside any statement: the value, the
-// memory it holds, and a line for the operator's log.
+// memory it holds, and a line for the operator's log. Indexes.get takes a
+// function that makes it, called only when a build starts.
 type indexBuild func() (val any, bytes int64, summary string, err error)
+
+// startBuild returns a maker of b, for Indexes.get.
+func startBuild(b indexBuild) func() indexBuild { return func() indexBuild { return b } }
 
 // NewIndexes returns an index cache holding at most limit bytes of indexes
 // (≤ 0: none; every release scans). logf, if non-nil, receives a line per
@@ -205,7 +209,7 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 	}
 	var key indexKey
 	var name string
-	var build indexBuild
+	var start func() indexBuild
 	table, db, tname, unitCol := s.src, s.db, s.name, s.unitCol
 	summary := func(idx *Index) string {
 		return fmt.Sprintf("%d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs)",
@@ -222,13 +226,13 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 		}
 		kc := sch[ki]
 		keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, tname, kc.Name, kc.Nullable)
-		build = func() (any, int64, string, error) {
+		start = startBuild(func() (any, int64, string, error) {
 			idx, err := buildIndex(sql.NewContext(context.Background()), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits(), false)
 			if err != nil {
 				return nil, 0, "", err
 			}
 			return idx, idx.bytes, summary(idx), nil
-		}
+		})
 	} else {
 		// The key's value may depend on the session variables that change
 		// evaluation and on the limits: both are part of the cache key,
@@ -240,16 +244,21 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 		// ends with the statement that started it (KILL,
 		// max_execution_time, a client that left), like the scan it
 		// replaces, and is tried again by a later release.
-		bctx, keyExpr, lim := sealed.Detached(ctx, s.lim).WithContext(ctx.Context), s.keyExprs[i], s.lim
-		build = func() (any, int64, string, error) {
-			idx, err := buildIndex(bctx, table, db, tname, unitCol, keyExpr, lim, true)
-			if err != nil {
-				return nil, 0, "", err
+		keyExpr, lim := s.keyExprs[i], s.lim
+		start = func() indexBuild {
+			// The copy of the session is made now, while the statement
+			// waits for the build, not when the build runs.
+			bctx := sealed.Detached(ctx, lim).WithContext(ctx.Context)
+			return func() (any, int64, string, error) {
+				idx, err := buildIndex(bctx, table, db, tname, unitCol, keyExpr, lim, true)
+				if err != nil {
+					return nil, 0, "", err
+				}
+				return idx, idx.bytes, summary(idx), nil
 			}
-			return idx, idx.bytes, summary(idx), nil
 		}
 	}
-	x, ok := ix.get(ctx, key, v.Version(), name, build)
+	x, ok := ix.get(ctx, key, v.Version(), name, start)
 	if !ok {
 		return nil, false
 	}
@@ -259,8 +268,8 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 // get returns the cached value of key for the table version, starting its
 // build when there is none, and waiting for it; ok is false when the
 // build failed, did not fit, or ctx ended while waiting.
-func (ix *Indexes) get(ctx *sql.Context, key indexKey, version uint64, name string, build indexBuild) (any, bool) {
-	e := ix.entry(key, version, name, build)
+func (ix *Indexes) get(ctx *sql.Context, key indexKey, version uint64, name string, start func() indexBuild) (any, bool) {
+	e := ix.entry(key, version, name, start)
 	if e == nil {
 		return nil, false
 	}
@@ -473,7 +482,7 @@ func (x *Index) filtered(view int, keep []bool) setunion.Grouped {
 // build when there is none (or only one of an older version). It returns
 // nil for a table older than the cached one (a statement still running
 // over a replaced table).
-func (ix *Indexes) entry(key indexKey, version uint64, name string, build indexBuild) *indexEntry {
+func (ix *Indexes) entry(key indexKey, version uint64, name string, start func() indexBuild) *indexEntry {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	e := ix.entries[key]
@@ -498,7 +507,7 @@ func (ix *Indexes) entry(key indexKey, version uint64, name string, build indexB
 	if key.evictable() {
 		ix.building++
 	}
-	go ix.build(key, e, name, build)
+	go ix.build(key, e, name, start())
 	return e
 }
 

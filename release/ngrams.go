@@ -58,7 +58,7 @@ func (s *Scan) IndexedCorpus(ctx *sql.Context, ix *Indexes) (_ *ngrams.Corpus, o
 	key := indexKey{strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), "\x00ngrams\x00" + strings.ToLower(s.plain[0])}
 	name := fmt.Sprintf("%s.%s(n-gram corpus of %s by %s)", key.db, key.table, s.plain[0], s.unitCol)
 	table, db, tname, unitCol, keyCol := s.src, s.db, s.name, s.unitCol, s.plain[0]
-	c, ok := ix.get(ctx, key, v.Version(), name, func() (any, int64, string, error) {
+	c, ok := ix.get(ctx, key, v.Version(), name, startBuild(func() (any, int64, string, error) {
 		c, err := buildCorpus(table, db, tname, unitCol, keyCol)
 		if err != nil {
 			return nil, 0, "", err
@@ -66,7 +66,7 @@ func (s *Scan) IndexedCorpus(ctx *sql.Context, ix *Indexes) (_ *ngrams.Corpus, o
 		st := c.Stats()
 		return c, c.Bytes(), fmt.Sprintf("%d users, %d rows, %d tokens, %d distinct, %.1f MiB",
 			st.Users, st.Rows, st.Tokens, st.DistinctTokens, float64(c.Bytes())/(1<<20)), nil
-	})
+	}))
 	if !ok {
 		return nil, false
 	}
