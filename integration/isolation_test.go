@@ -78,6 +78,13 @@ func startIsolation(t testing.TB, withVictim bool, log ...io.Writer) string {
 // restarts on the same ledger).
 func startIsolationAt(t testing.TB, dir, data string, log ...io.Writer) *server.Governed {
 	t.Helper()
+	return startIsolationLimits(t, dir, data, "", log...)
+}
+
+// startIsolationLimits is startIsolationAt with more lines of the
+// configuration's limits section (each "  name: value\n").
+func startIsolationLimits(t testing.TB, dir, data, limits string, log ...io.Writer) *server.Governed {
+	t.Helper()
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
@@ -101,7 +108,7 @@ datasets:
     public: true
 limits:
   max_budget_delta: 0.5
-accounts:
+%saccounts:
   admins:
     - {user: admin, password_hash: '%s'}
   analysts:
@@ -109,7 +116,7 @@ accounts:
       password_hash: '%s'
       budgets:
         - {database: iso, epsilon: 100000, delta: 0.5}
-`, data, filepath.Join(dir, "lookup.tsv"), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
+`, data, filepath.Join(dir, "lookup.tsv"), limits, hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
 	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
 	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
 	if len(log) > 0 {
