@@ -162,3 +162,34 @@ func TestIndexExprEntriesBounded(t *testing.T) {
 		t.Errorf("%d expressions whose index was not kept left %d entries in the cache", 50, n)
 	}
 }
+
+// TestIndexExprKeyBytesCounted: the text of an expression (up to
+// max_statement_bytes, 1 MiB) is held by its cache entry: it must count
+// against the expressions' share, or many long expressions with small
+// indexes hold memory far beyond limits.release_index_bytes.
+func TestIndexExprKeyBytesCounted(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	tbl := randomTable(t, r, false)
+	ctx := sql.NewContext(context.Background())
+	const limit = 1 << 20
+	ix := NewIndexes(limit, nil)
+	pad := strings.Repeat("p", 64<<10)
+	for i := range 40 {
+		// A long text, a small index: IF(FALSE, '<text>', s).
+		key := function.NewIf(expression.NewLiteral(false, types.Boolean), expression.NewLiteral(fmt.Sprintf("%s%d", pad, i), types.LongText), column(tbl, "s"))
+		_, sc := scanPairsIn(t, ctx, tbl, key, nil, false, sealed.Limits{})
+		sc.Indexed(ctx, ix, 0)
+	}
+	ix.mu.Lock()
+	var held int64
+	for k, e := range ix.entries {
+		held += int64(len(k.key))
+		if x, ok := e.val.(*Index); ok {
+			held += x.Bytes()
+		}
+	}
+	ix.mu.Unlock()
+	if held > limit/exprShare {
+		t.Errorf("expressions' entries hold %d bytes (texts and indexes), over their share %d of the bound %d", held, limit/exprShare, limit)
+	}
+}
