@@ -55,6 +55,7 @@ func TestIsolationExprIndexReleased(t *testing.T) {
 		name  string
 		build []string // sent first on another connection of the same analyst
 		a     attack
+		want  []string // values the release must hold in both
 	}{
 		{
 			// A user variable in the key: the index is built in a sealed
@@ -62,11 +63,13 @@ func TestIsolationExprIndexReleased(t *testing.T) {
 			name: "user_variable_work_decline",
 			a: attack{stmts: []string{"SET dp_epsilon = 50", "SET dp_reuse = OFF", "SET @v = '-A'",
 				fmt.Sprintf("SELECT DISTINCT CONCAT(%s, @v, %s) AS k FROM people WHERE %s ORDER BY k", workKeyPrefix, workKeyTail, workFilter)}},
+			want: []string{"h-A", "o-A"},
 		},
 		{
 			name: "user_variable_set_union",
 			a: attack{stmts: []string{"SET dp_epsilon = 50", "SET dp_reuse = OFF", "SET @w = '-W'",
 				fmt.Sprintf("SELECT DP_SET_UNION(CONCAT(%s, @w, %s), user_id) FROM people WHERE %s", workKeyPrefix, workKeyTail, workFilter)}},
+			want: []string{`"h-W"`, `"o-W"`},
 		},
 		{
 			// A system variable outside release.EvalVariables: the index
@@ -75,6 +78,7 @@ func TestIsolationExprIndexReleased(t *testing.T) {
 			build: []string{"SET dp_epsilon = 50", "SET dp_reuse = OFF", "SET autocommit = 1", fmt.Sprintf("SELECT DISTINCT CONCAT(%s, @@autocommit, %s) AS k FROM people", workKeyPrefix, workKeyTail)},
 			a: attack{stmts: []string{"SET dp_epsilon = 50", "SET dp_reuse = OFF", "SET autocommit = 0",
 				fmt.Sprintf("SELECT DISTINCT CONCAT(%s, @@autocommit, %s) AS k FROM people WHERE %s ORDER BY k", workKeyPrefix, workKeyTail, workFilter)}},
+			want: []string{"h0", "o0"},
 		},
 	}
 	for _, at := range attacks {
@@ -96,8 +100,12 @@ func TestIsolationExprIndexReleased(t *testing.T) {
 				obs = append(obs, o)
 			}
 			compareObservations(t, obs[0], obs[1])
-			if len(obs[0].Rows) < 2 {
-				t.Errorf("the release gave %q without the victim: the common values were not released", obs[0].Rows)
+			for i, o := range obs {
+				for _, w := range at.want {
+					if !strings.Contains(fmt.Sprint(o.Rows), w) {
+						t.Errorf("%s: the release %q does not hold %s (the value of this session's expression)", deployments[i].name, o.Rows, w)
+					}
+				}
 			}
 			for _, s := range victimSecrets {
 				if strings.Contains(fmt.Sprint(obs[1]), s) {
