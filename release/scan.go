@@ -60,6 +60,20 @@ type Scan struct {
 // refuses, and constants that fail, are errors (MySQL 1142) returned before
 // anything is charged.
 func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string, filter Expr, keys []Expr, lim sealed.Limits) (*Scan, error) {
+	// Variables become their values first: the specification, the keys of
+	// expressions' indexes and their builds (in a sealed copy of the
+	// session, without user variables) all see the constants this session
+	// evaluates.
+	var err error
+	if filter.E, err = sealed.Resolve(ctx, filter.E); err != nil {
+		return nil, ErrNotAllowed(db, name, filter.Where, err)
+	}
+	keys = slices.Clone(keys)
+	for i := range keys {
+		if keys[i].E, err = sealed.Resolve(ctx, keys[i].E); err != nil {
+			return nil, ErrNotAllowed(db, name, keys[i].Where, err)
+		}
+	}
 	sch := table.Schema()
 	ui := sch.IndexOfColName(unitCol)
 	if ui < 0 {

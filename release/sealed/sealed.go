@@ -191,6 +191,31 @@ func prepare(ctx *sql.Context, e sql.Expression, lim Limits) (sql.Expression, er
 	return e, err
 }
 
+// Resolve returns e with its user and system variables replaced by their
+// values in ctx's session (the analyst's), as constants: what Compile
+// evaluates. A release resolves its expressions before anything else
+// describes them, so that its specification (release reuse) and the key
+// of an expression's index name the values, not the variables, and a
+// build in a sealed copy of the session (Detached, which has no user
+// variables and its own max_allowed_packet) evaluates the same constants.
+func Resolve(ctx *sql.Context, e sql.Expression) (sql.Expression, error) {
+	if e == nil {
+		return nil, nil
+	}
+	e, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		switch e.(type) {
+		case *expression.UserVar, *expression.SystemVar:
+			v, err := e.Eval(ctx, nil)
+			if err != nil {
+				return nil, transform.SameTree, err
+			}
+			return expression.NewLiteral(v, e.Type()), transform.NewTree, nil
+		}
+		return e, transform.SameTree, nil
+	})
+	return e, err
+}
+
 // check applies the allow-list to every node of e and returns the number
 // of operator and function nodes.
 func check(e sql.Expression) (int, error) {
