@@ -95,7 +95,9 @@ import (
 // words); building it takes about one scan, plus a transient map of the
 // pairs' first rows.
 // Indexes bounds the total; an index that does not fit is not kept and its
-// releases scan. A build reads the table once with no analyst's session:
+// releases scan. The entry of an expression also counts its text (up to a
+// statement's size) against the expressions' share, kept index or not, so
+// that many long expressions cannot hold memory beyond the bound. A build reads the table once with no analyst's session:
 // it runs outside every statement (a failure, a panic or an index over the
 // bound is logged for the operator, and the release scans instead), so an
 // analyst sees the same rows and the same errors with or without it; only
@@ -543,28 +545,64 @@ func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBu
 		ix.logf("release index %s: build stopped with the statement that started it; a later release builds it", name)
 		return
 	}
-	if err == nil && !ix.fits(key, bytes) {
-		ix.evict(key, bytes)
+	// An expression's entry holds its text (up to a statement's size):
+	// it counts, with the index or alone when the index is not kept.
+	kb := key.bytes()
+	if err == nil && !ix.fits(key, bytes+kb) {
+		ix.evict(key, bytes+kb)
 	}
 	switch {
 	case err != nil:
 		ix.logf("release index %s: not built (%v); its releases scan the table", name, err)
-	case !ix.fits(key, bytes):
+		ix.keepRefused(key, e, kb)
+	case !ix.fits(key, bytes+kb):
 		bound := ix.limit
 		if key.evictable() {
 			bound = ix.limit / exprShare
 		}
 		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB (%d MiB in use); its releases scan the table",
 			name, bytes>>20, bound>>20, ix.used>>20)
+		ix.keepRefused(key, e, kb)
 	default:
-		e.val, e.counted = val, bytes
-		ix.used += bytes
+		e.val, e.counted = val, bytes+kb
+		ix.used += bytes + kb
 		if key.evictable() {
-			ix.exprUsed += bytes
+			ix.exprUsed += bytes + kb
 		}
 		ix.logf("release index %s: %s, built in %v; %.1f MiB of indexes in use",
 			name, summary, time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
 	}
+}
+
+// keepRefused keeps the entry of an index that was not built or did not
+// fit, so that its releases scan without building it again; ix.mu is
+// held. An expression's entry (any text makes one) counts its text
+// against the expressions' share, and is evicted like an index; when even
+// the text does not fit, the entry goes (a later release builds again).
+func (ix *Indexes) keepRefused(key indexKey, e *indexEntry, kb int64) {
+	if !key.evictable() {
+		return // a column's or corpus's: a few per table
+	}
+	if !ix.fits(key, kb) {
+		ix.evict(key, kb)
+	}
+	if !ix.fits(key, kb) {
+		delete(ix.entries, key)
+		return
+	}
+	e.counted = kb
+	ix.used += kb
+	ix.exprUsed += kb
+}
+
+// bytes is the memory an expression's entry holds besides its index: its
+// key's text and the entry (0 for a column's or corpus's entry, which is
+// not counted: a few per table).
+func (k indexKey) bytes() int64 {
+	if !k.evictable() {
+		return 0
+	}
+	return int64(len(k.db)+len(k.table)+len(k.unit)+len(k.key)) + 160
 }
 
 // exprShare: the indexes of expressions hold at most 1/exprShare of the
