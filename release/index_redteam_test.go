@@ -19,7 +19,8 @@ import (
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-// scanPairsIn is scanExprPairs in the analyst's session ctx.
+// scanPairsIn runs a release's scan of key (with an optional filter) in
+// the analyst's session ctx and groups its pairs as scanPairs does.
 func scanPairsIn(t testing.TB, ctx *sql.Context, tbl sql.Table, key, filter sql.Expression, distinct bool, lim sealed.Limits) (setunion.Grouped, *Scan) {
 	t.Helper()
 	s, err := NewScan(ctx, "db", "t", tbl, "uid", Expr{E: filter}, []Expr{{E: key}}, lim)

@@ -100,29 +100,7 @@ func column(tbl sql.Table, col string) sql.Expression {
 // scanExprPairs is scanPairs for a key expression, under limits lim.
 func scanExprPairs(t testing.TB, tbl sql.Table, key, filter sql.Expression, distinct bool, lim sealed.Limits) (setunion.Grouped, *Scan) {
 	t.Helper()
-	ctx := sql.NewContext(context.Background())
-	s, err := NewScan(ctx, "db", "t", tbl, "uid", Expr{E: filter}, []Expr{{E: key}}, lim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := setunion.NewBuilder(setunion.Defaults())
-	var item []byte
-	if err := s.Run(ctx, func(row *Row) {
-		v, ok := row.Key(0)
-		if !ok {
-			return
-		}
-		text, isText := row.KeyText(0)
-		if distinct {
-			item = keyItem(item[:0], v, text)
-			b.AddBytes(row.Unit(), item)
-		} else if isText {
-			b.AddBytes(row.Unit(), text)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Grouped(), s
+	return scanPairsIn(t, sql.NewContext(context.Background()), tbl, key, filter, distinct, lim)
 }
 
 // TestIndexPairsEqualScanPairs is the index's property: over random tables

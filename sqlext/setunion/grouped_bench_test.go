@@ -64,23 +64,7 @@ func BenchmarkGroupedRelease(b *testing.B) {
 		pairs += len(l)
 	}
 	b.Logf("%d users, %d items, %d pairs", len(g.Users), len(g.Items), pairs)
-	for _, m := range benchMechanisms {
-		b.Run(string(m), func(b *testing.B) {
-			o := Defaults()
-			o.Mechanism = m
-			seed := uint64(0)
-			for b.Loop() {
-				seed++
-				bl, err := NewGroupedBuilder(o, g)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := bl.ReleaseContext(context.Background(), rand.New(rand.NewPCG(seed, 1))); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchReleases(b, func(o Options) (*Builder, error) { return NewGroupedBuilder(o, g) })
 }
 
 // BenchmarkPreparedRelease is BenchmarkGroupedRelease for a caller that
@@ -91,6 +75,12 @@ func BenchmarkPreparedRelease(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchReleases(b, func(o Options) (*Builder, error) { return NewPreparedBuilder(o, p) })
+}
+
+// benchReleases times newBuilder + ReleaseContext with the default options
+// for each of benchMechanisms, with a seeded source.
+func benchReleases(b *testing.B, newBuilder func(Options) (*Builder, error)) {
 	for _, m := range benchMechanisms {
 		b.Run(string(m), func(b *testing.B) {
 			o := Defaults()
@@ -98,7 +88,7 @@ func BenchmarkPreparedRelease(b *testing.B) {
 			seed := uint64(0)
 			for b.Loop() {
 				seed++
-				bl, err := NewPreparedBuilder(o, p)
+				bl, err := newBuilder(o)
 				if err != nil {
 					b.Fatal(err)
 				}
