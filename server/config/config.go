@@ -628,9 +628,11 @@ func (v *validator) validate(c *Config, dir string) {
 	for i := range lv.NumField() {
 		f := lv.Field(i)
 		key, _, _ := strings.Cut(lv.Type().Field(i).Tag.Get("yaml"), ",")
-		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 && !(key == "max_memory_bytes" && f.Int() == -1) {
-			if key == "max_memory_bytes" {
-				v.errorf(at("limits", key), "limits.max_memory_bytes must be ≥ 0 (0 or omitted: the default) or -1 (no bound), got %v", f.Interface())
+		// Two limits take -1 for "none" (documented with their fields).
+		minusOne := map[string]string{"max_memory_bytes": "no bound", "release_index_bytes": "no index, every release scans"}
+		if (f.Kind() == reflect.Int || f.Kind() == reflect.Int64) && f.Int() < 0 && !(minusOne[key] != "" && f.Int() == -1) {
+			if none := minusOne[key]; none != "" {
+				v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default) or -1 (%s), got %v", key, none, f.Interface())
 				continue
 			}
 			v.errorf(at("limits", key), "limits.%s must be ≥ 0 (0 or omitted: the default), got %v", key, f.Interface())
