@@ -443,7 +443,19 @@ type account struct {
 	PrefixSeq     uint64  `json:"prefix_seq,omitempty"`
 	Rho           float64 `json:"rho,omitempty"`
 	ThresholdFail float64 `json:"threshold_fail,omitempty"`
+	// ThresholdShare is the share of δ for the thresholds the account's
+	// zCDP sequence composes under (accounting.Filter), stored when the
+	// sequence starts: the filter's stopping region must be fixed before
+	// the first release, so a changed accounting.threshold_share applies
+	// only to an account without zCDP releases yet (0 in ledgers written
+	// before it was stored: SetLimits stores the configured share).
+	ThresholdShare float64 `json:"threshold_share,omitempty"`
 }
+
+// freshZCDP reports whether a zCDP account has charged no release since
+// its prefix: its filter has not started, and may still take another
+// share.
+func (a account) freshZCDP() bool { return a.Rho == 0 && a.ThresholdFail == 0 }
 
 func (a account) method() Method {
 	if a.Method == "" {
@@ -519,6 +531,7 @@ func (l *Ledger) SetLimits(ctx context.Context, limits []Limit) error {
 			if err := l.migrate(tx, &a); err != nil {
 				return err
 			}
+			l.fixShare(&a)
 			a.BudgetEps = exact(lim.Budget.Epsilon).RatString()
 			a.BudgetDelta = exact(lim.Budget.Delta).RatString()
 			a.CapEps = exact(lim.MaxRelease.Epsilon).RatString()
@@ -551,6 +564,19 @@ func (l *Ledger) migrate(tx *bolt.Tx, a *account) error {
 	}
 	a.Method = m
 	return nil
+}
+
+// fixShare stores the configured threshold share in a zCDP account whose
+// sequence has not started (or that has none stored), and keeps the stored
+// one otherwise: a sequence composes under one share from its first
+// release to its last.
+func (l *Ledger) fixShare(a *account) {
+	if a.method() != ZCDP {
+		return
+	}
+	if a.ThresholdShare == 0 || a.freshZCDP() {
+		a.ThresholdShare = accounting.Filter{ThresholdShare: l.acct.ThresholdShare}.Share()
+	}
 }
 
 func validateLimit(lim Limit) error {
@@ -787,7 +813,7 @@ func (l *Ledger) decide(a account, st state, c accounting.Cost) (decision, error
 		return d, nil
 	}
 	d.rho, d.thresholdFail = a.Rho+c.Rho, a.ThresholdFail+c.ThresholdFail
-	f, ok := l.filter(st)
+	f, ok := l.filter(a, st)
 	if !ok {
 		return decision{}, refuse(ErrBudgetExceeded, "the budget was used up before zCDP accounting began")
 	}
@@ -802,11 +828,17 @@ func (l *Ledger) decide(a account, st state, c accounting.Cost) (decision, error
 }
 
 // filter is the zCDP filter of an account: the budget left after its basic
-// prefix. ok is false when nothing is left.
-func (l *Ledger) filter(st state) (accounting.Filter, bool) {
+// prefix, split by the account's stored threshold share (the configured
+// one for an account that has none stored). ok is false when nothing is
+// left.
+func (l *Ledger) filter(a account, st state) (accounting.Filter, bool) {
 	eps := toFloat(new(big.Rat).Sub(st.budgetEps, st.prefixEps))
 	delta := toFloat(new(big.Rat).Sub(st.budgetDelta, st.prefixDelta))
-	return accounting.Filter{Epsilon: eps, Delta: delta, ThresholdShare: l.acct.ThresholdShare}, eps > 0 && delta > 0
+	share := a.ThresholdShare
+	if share == 0 {
+		share = l.acct.ThresholdShare
+	}
+	return accounting.Filter{Epsilon: eps, Delta: delta, ThresholdShare: share}, eps > 0 && delta > 0
 }
 
 // Balance returns the account of analyst on database; the error wraps
@@ -1059,7 +1091,7 @@ func (l *Ledger) balance(a account, st state) Balance {
 	}
 	if a.method() == ZCDP {
 		total := accounting.Cost{Rho: a.Rho, ThresholdFail: a.ThresholdFail}
-		f, ok := l.filter(st)
+		f, ok := l.filter(a, st)
 		e, d := f.Spent(total)
 		b.Spent = Amount{toFloat(st.prefixEps) + e, toFloat(st.prefixDelta) + d}
 		b.Remaining = Amount{}

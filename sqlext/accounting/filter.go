@@ -57,6 +57,10 @@ type Filter struct {
 // 24 and 69): the share trades one for the other, and 0.9 fits the default.
 const DefaultThresholdShare = 0.9
 
+// Share returns the share of Delta for the thresholds:
+// DefaultThresholdShare when ThresholdShare is 0.
+func (f Filter) Share() float64 { return f.share() }
+
 func (f Filter) share() float64 {
 	if f.ThresholdShare == 0 {
 		return DefaultThresholdShare
