@@ -333,6 +333,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 		IsAdmin:            func(user string) bool { return gov.Role(user) == governance.Admin },
 	}
 	scfg.LoginHint = loginHint(cfg)
+	scfg.ServerPaths = serverPaths(cfg)
 	if cfg.TLS != nil {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
 		if err != nil {

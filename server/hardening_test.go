@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"context"
+	dbsql "database/sql"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +37,78 @@ func TestReleaseIndexBytesNoneServes(t *testing.T) {
 	}
 	if n := s.ReleaseIndexBytes(); n != 0 {
 		t.Errorf("release indexes hold %d bytes with release_index_bytes: -1", n)
+	}
+}
+
+// serverPathVariables are the system variables whose MySQL meaning is a
+// path on the server.
+var serverPathVariables = []string{
+	"secure_file_priv", "datadir", "basedir", "plugin_dir", "tmpdir", "general_log_file", "slow_query_log_file",
+	"log_error", "pid_file", "socket", "character_sets_dir", "lc_messages_dir", "init_file", "ft_stopword_file",
+	"caching_sha2_password_private_key_path", "caching_sha2_password_public_key_path",
+}
+
+// TestNoServerPathsForAnalysts: no system variable an analyst reads, with
+// @@name, @@global.name, SHOW VARIABLES or SHOW GLOBAL VARIABLES, nor the
+// value copied into a user variable, holds an absolute path on the server
+// (@@secure_file_priv showed the data directory); an administrator still
+// sees the directory the file functions are confined to.
+func TestNoServerPathsForAnalysts(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	alice := d.connect(t, s.Addr(), "alice", alicePass, false)
+	leaks := func(v string) bool {
+		return strings.HasPrefix(v, "/") || strings.Contains(v, d.dir) || strings.Contains(v, os.TempDir())
+	}
+	for _, name := range serverPathVariables {
+		for _, q := range []string{"SELECT @@" + name, "SELECT @@global." + name, "SELECT (SELECT @@" + name + ")"} {
+			var v dbsql.NullString
+			if err := alice.QueryRow(q).Scan(&v); err != nil {
+				t.Errorf("%s: %v", q, err)
+				continue
+			}
+			if leaks(v.String) {
+				t.Errorf("analyst: %s = %q", q, v.String)
+			}
+		}
+	}
+	conn, err := alice.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var v dbsql.NullString
+	if _, err := conn.ExecContext(context.Background(), "SET @x = @@secure_file_priv"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(context.Background(), "SELECT @x").Scan(&v); err != nil || leaks(v.String) {
+		t.Errorf("analyst: SET @x = @@secure_file_priv gives %q (%v)", v.String, err)
+	}
+	for _, q := range []string{"SHOW VARIABLES", "SHOW GLOBAL VARIABLES", "SHOW SESSION VARIABLES LIKE '%dir%'", "SHOW VARIABLES WHERE Variable_name = 'secure_file_priv'"} {
+		rows, err := alice.Query(q)
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+			continue
+		}
+		n := 0
+		for rows.Next() {
+			var name string
+			var val dbsql.NullString
+			if err := rows.Scan(&name, &val); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if leaks(val.String) {
+				t.Errorf("analyst: %s shows %s = %q", q, name, val.String)
+			}
+		}
+		rows.Close()
+		if n == 0 {
+			t.Errorf("%s: no rows", q)
+		}
+	}
+	admin := d.connect(t, s.Addr(), "admin", adminPass, false)
+	if err := admin.QueryRow("SELECT @@secure_file_priv").Scan(&v); err != nil || !strings.HasPrefix(v.String, d.dir) {
+		t.Errorf("admin: @@secure_file_priv = %q (%v), want the files directory under %s", v.String, err, d.dir)
 	}
 }

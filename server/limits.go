@@ -239,6 +239,8 @@ type statementGuard struct {
 	log      *logrus.Logger
 
 	mem *memoryGuard // nil: no memory bound
+	// paths hides server paths in governed users' errors (nil: none).
+	paths *pathScrubber
 
 	mu      sync.Mutex
 	running map[string]int
@@ -310,6 +312,15 @@ func (g *statementGuard) finish(ctx context.Context, c *mysql.Conn, err error) e
 	if err == nil {
 		return nil
 	}
+	if g.governed(c.User) {
+		return g.paths.scrubError(g.finishError(ctx, c, err))
+	}
+	return g.finishError(ctx, c, err)
+}
+
+// finishError is finish's mapping, before governed users' errors lose
+// the server's paths.
+func (g *statementGuard) finishError(ctx context.Context, c *mysql.Conn, err error) error {
 	if errors.Is(context.Cause(ctx), errMemory) && g.mem != nil {
 		return g.mem.memoryError()
 	}

@@ -62,6 +62,9 @@ type ServerConfig struct {
 	// nothing about any one account (for example: "accounts that use
 	// caching_sha2_password log in only over TLS").
 	LoginHint string
+	// ServerPaths are directories and files of the server that governed
+	// users' error messages must not show (replaced by "<server path>").
+	ServerPaths []string
 }
 
 // Server is a MySQL-protocol server around an engine.
@@ -100,6 +103,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	lim := cfg.Limits.WithDefaults()
 	var ic gms.InterceptorChain
 	guard := newStatementGuard(lim, cfg.Governed, nil)
+	guard.paths = newPathScrubber(cfg.ServerPaths)
 	ic.WithInterceptor(guard)
 	gcfg := gms.Config{
 		Protocol:               "tcp",

@@ -89,8 +89,13 @@ func (g *Governor) sessionGuard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.No
 	if err != nil {
 		return nil, transform.SameTree, err
 	}
+	// No server path in a variable an analyst reads (paths.go).
+	n, hid, err := hidePaths(ctx, n)
+	if err != nil {
+		return nil, transform.SameTree, err
+	}
 	// Process lists: own connections only, no progress.
-	return transform.NodeWithOpaque(n, func(node sql.Node) (sql.Node, transform.TreeIdentity, error) {
+	n, same, err := transform.NodeWithOpaque(n, func(node sql.Node) (sql.Node, transform.TreeIdentity, error) {
 		switch node := node.(type) {
 		case *plan.ShowProcessList:
 			return &ownProcessList{user: user}, transform.NewTree, nil
@@ -111,6 +116,7 @@ func (g *Governor) sessionGuard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.No
 		}
 		return node, transform.SameTree, nil
 	})
+	return n, same && hid, err
 }
 
 // checkFileFunctions refuses LOAD_FILE (go-mysql-server v0.20.0 checks no
