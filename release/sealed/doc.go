@@ -39,6 +39,12 @@
 //     semantics (IF(x = 0, NULL, 1/x)) are kept. Every value a unit produces
 //     is limited to Limits.MaxValueBytes, and the bytes all units of a row
 //     read to Limits.MaxRowWork: a row beyond either is skipped.
+//   - Lists of constants count. `x IN (c1, …, cn)` over constants is a
+//     hashed lookup (one conversion and key of x per class of comparison,
+//     with exactly go-mysql-server's InTuple result: hashedIn); a list
+//     compared one by one (FIELD, CASE x WHEN, IN of row constructors)
+//     counts each element and re-reads its operand once per element; a
+//     list beyond the row work alone is refused (work.go).
 //
 // What remains data dependent, and is documented as such: the release's
 // running time and memory grow with the number and the size of the rows

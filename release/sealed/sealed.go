@@ -73,6 +73,11 @@ type unit struct {
 	out   int   // scratch index of its value
 	reads []int // scratch indexes of the columns and slots it reads
 	match *matchWork
+	// fixed is the work of its constant arguments; repeat are the
+	// indexes its operand reads, counted times more (work.go).
+	fixed  int
+	repeat []int
+	times  int
 }
 
 // matchWork is the work of a matcher unit: the size of its string times
@@ -150,6 +155,9 @@ func Compile(ctx *sql.Context, exprs []sql.Expression, ncols int, lim Limits) (*
 		}
 		p.roots = append(p.roots, c.root(e))
 		p.types = append(p.types, e.Type())
+	}
+	if err := c.checkListWork(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -312,8 +320,12 @@ func isConstant(e sql.Expression) bool {
 }
 
 type compiler struct {
-	p   *Program
-	ctx *sql.Context
+	p    *Program
+	ctx  *sql.Context
+	sctx *sql.Context // sealedContext
+	// listCost is the work of the lists of constants compared one by one
+	// (listWork).
+	listCost int
 }
 
 // checkConstants evaluates, once, each maximal constant subexpression of e
@@ -365,6 +377,7 @@ func (c *compiler) unit(e sql.Expression) int {
 	out := c.p.width
 	c.p.width++
 	u := unit{expr: ne, out: out, match: c.matchWork(ne)}
+	c.listWork(&u)
 	for i := range reads {
 		u.reads = append(u.reads, i)
 	}
@@ -534,14 +547,9 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 	work := 0
 	defer func() { ev.work = work }()
 	lim := ev.p.lim
-	for _, u := range ev.p.units {
-		if u.match != nil {
-			work += u.match.work(s, lim.MaxRowWork+1)
-		}
-		for _, i := range u.reads {
-			work += size(s[i], lim.MaxRowWork+1)
-		}
-		if work > lim.MaxRowWork {
+	for i := range ev.p.units {
+		u := &ev.p.units[i]
+		if work += u.work(s, lim.MaxRowWork+1); work > lim.MaxRowWork {
 			return false
 		}
 		v, err := u.expr.Eval(ev.ctx, s)
