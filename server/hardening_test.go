@@ -112,3 +112,38 @@ func TestNoServerPathsForAnalysts(t *testing.T) {
 		t.Errorf("admin: @@secure_file_priv = %q (%v), want the files directory under %s", v.String, err, d.dir)
 	}
 }
+
+// slowRelease is a release whose every row does about 120 KB of work.
+const slowRelease = "SELECT DISTINCT url FROM visits WHERE LENGTH(LPAD(LPAD(url, 60000, 'x'), 60000, 'y')) > 0"
+
+// TestSessionMaxExecutionTimeStopsReleases: SET max_execution_time = 1
+// (milliseconds, as in MySQL) stops the session's next release with error
+// 3024 naming the session's variable (it was accepted and ignored); with
+// 0 the same release completes.
+func TestSessionMaxExecutionTimeStopsReleases(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	alice := d.connect(t, s.Addr(), "alice", alicePass, false)
+	ctx := context.Background()
+	conn, err := alice.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET max_execution_time = 1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.QueryContext(ctx, slowRelease)
+	wantCode(t, "release past the session's max_execution_time", err, 3024)
+	if err != nil && !strings.Contains(err.Error(), "max_execution_time") {
+		t.Errorf("the error does not name the variable: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET max_execution_time = 0"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(ctx, slowRelease)
+	if err != nil {
+		t.Fatalf("release without a session limit: %v", err)
+	}
+	rows.Close()
+}

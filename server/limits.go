@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gms "github.com/dolthub/go-mysql-server/server"
+	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
@@ -241,6 +242,9 @@ type statementGuard struct {
 	mem *memoryGuard // nil: no memory bound
 	// paths hides server paths in governed users' errors (nil: none).
 	paths *pathScrubber
+	// sessions iterates over the server's sessions (the session's
+	// max_execution_time; nil: none).
+	sessions func(func(sql.Session) (bool, error)) error
 
 	mu      sync.Mutex
 	running map[string]int
@@ -282,16 +286,19 @@ func (g *statementGuard) enter(user string) (func(), error) {
 	}, nil
 }
 
-// deadline bounds a governed session's statement and cancels any
-// statement whose client disconnects.
-func (g *statementGuard) deadline(ctx context.Context, c *mysql.Conn) (context.Context, context.CancelFunc) {
+// deadline bounds a governed session's statement (query is its text) by
+// the configured limit, or the session's max_execution_time below it
+// (effectiveTimeout), and cancels any statement whose client disconnects.
+func (g *statementGuard) deadline(ctx context.Context, c *mysql.Conn, query string) (context.Context, context.CancelFunc) {
 	if !g.governed(c.User) {
 		ctx, cancel := context.WithCancel(ctx)
 		cancelOnDisconnect(ctx, c, cancel)
 		return ctx, cancel
 	}
+	t := effectiveTimeout(g.lim.MaxExecutionTime, g.sessionMaxExecutionTime(c.ConnectionID), isSelect(query))
+	ctx = context.WithValue(ctx, timeoutKey{}, t)
 	ctx, cancelCause := context.WithCancelCause(ctx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, g.lim.MaxExecutionTime)
+	ctx, cancelTimeout := context.WithTimeout(ctx, t.d)
 	unwatch := func() {}
 	if g.mem != nil {
 		unwatch = g.mem.watch(cancelCause)
@@ -325,8 +332,7 @@ func (g *statementGuard) finishError(ctx context.Context, c *mysql.Conn, err err
 		return g.mem.memoryError()
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return mysql.NewSQLError(mysql.ERQueryTimeout, "HY000",
-			"Query execution was interrupted, maximum statement execution time exceeded (%s; limits.max_execution_time in the server's configuration)", g.lim.MaxExecutionTime)
+		return mysql.NewSQLError(mysql.ERQueryTimeout, "HY000", "%s", timeoutOf(ctx, g.lim.MaxExecutionTime).message(g.lim.MaxExecutionTime))
 	}
 	var se *mysql.SQLError
 	if errors.Is(err, context.Canceled) || (errors.As(err, &se) && se.Num == mysql.ERUnknownError && se.Message == context.Canceled.Error()) {
@@ -372,7 +378,7 @@ func (g *statementGuard) Query(ctx context.Context, chain gms.Chain, c *mysql.Co
 		return err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c)
+	ctx, cancel := g.deadline(ctx, c, query)
 	defer cancel()
 	return g.finish(ctx, c, chain.ComQuery(ctx, c, query, callback))
 }
@@ -388,7 +394,7 @@ func (g *statementGuard) MultiQuery(ctx context.Context, chain gms.Chain, c *mys
 		return "", err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c)
+	ctx, cancel := g.deadline(ctx, c, query)
 	defer cancel()
 	rest, err = chain.ComMultiQuery(ctx, c, query, callback)
 	return rest, g.finish(ctx, c, err)
@@ -412,7 +418,7 @@ func (g *statementGuard) StmtExecute(ctx context.Context, chain gms.Chain, c *my
 		return err
 	}
 	defer leave()
-	ctx, cancel := g.deadline(ctx, c)
+	ctx, cancel := g.deadline(ctx, c, prepare.PrepareStmt)
 	defer cancel()
 	return g.finish(ctx, c, chain.ComStmtExecute(ctx, c, prepare, callback))
 }

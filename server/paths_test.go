@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dolthub/vitess/go/mysql"
 )
@@ -39,5 +40,39 @@ func TestGovernedErrorsHideServerPaths(t *testing.T) {
 	own := mysql.NewSQLError(1062, "23000", "Duplicate entry '/common/1'")
 	if got := g.finish(context.Background(), &mysql.Conn{User: "alice"}, own); got.Error() != own.Error() {
 		t.Errorf("an analyst's value changed: %q", got)
+	}
+}
+
+// TestEffectiveTimeout: a governed SELECT stops at the session's
+// max_execution_time when it is below the configured limit, which caps it
+// otherwise; other statements (SET max_execution_time = 0 itself) keep the
+// configured limit.
+func TestEffectiveTimeout(t *testing.T) {
+	cfg := 10 * time.Second
+	for _, c := range []struct {
+		ms     int64
+		sel    bool
+		want   time.Duration
+		byUser bool
+	}{
+		{0, true, cfg, false},
+		{2000, true, 2 * time.Second, true},
+		{2000, false, cfg, false},
+		{60_000, true, cfg, false},
+		{-5, true, cfg, false},
+		{1 << 62, true, cfg, false},
+	} {
+		got := effectiveTimeout(cfg, c.ms, c.sel)
+		if got.d != c.want || got.session != c.byUser {
+			t.Errorf("max_execution_time %d, select %v: %+v, want %v (session %v)", c.ms, c.sel, got, c.want, c.byUser)
+		}
+	}
+	for q, want := range map[string]bool{
+		"SELECT 1": true, "  /* c */ select 1": true, "(SELECT 1)": true, "WITH x AS (SELECT 1) SELECT * FROM x": true,
+		"SET max_execution_time = 0": false, "SHOW TABLES": false, "": false,
+	} {
+		if isSelect(q) != want {
+			t.Errorf("isSelect(%q) = %v", q, !want)
+		}
 	}
 }

@@ -127,6 +127,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Address, err)
 	}
 	srv := &Server{s: s, e: e, addr: s.Listener.Addr().String()}
+	guard.sessions = s.SessionManager().Iter
 	if guard.mem != nil {
 		ctx, stop := context.WithCancel(context.Background())
 		srv.stopMemory = stop
