@@ -15,7 +15,7 @@ import (
 // g (handshake timeout, pending handshakes, connection counts). loginHint
 // is appended to refused logins on connections without TLS
 // (ServerConfig.LoginHint).
-func listenerFactory(g *connGuard, loginHint string) gms.ProtocolListenerFunc {
+func listenerFactory(g *connGuard, loginHint string, th *throttle) gms.ProtocolListenerFunc {
 	return func(cfg gms.Config, lc mysql.ListenerConfig, sel gms.ServerEventListener) (gms.ProtocolListener, error) {
 		if lc.Listener == nil {
 			l, err := net.Listen(lc.Protocol, lc.Address)
@@ -28,7 +28,7 @@ func listenerFactory(g *connGuard, loginHint string) gms.ProtocolListenerFunc {
 		lc.MaxConns = 0 // counted by g, after authentication
 		lc.Handler = closeHandler{Handler: lc.Handler, g: g}
 		if lc.AuthServer != nil {
-			lc.AuthServer = limitedAuthServer{AuthServer: uniformAuthServer{lc.AuthServer}, g: g, hint: loginHint}
+			lc.AuthServer = limitedAuthServer{AuthServer: uniformAuthServer{lc.AuthServer}, g: g, hint: loginHint, th: th}
 		}
 		return gms.MySQLProtocolListenerFactory(cfg, lc, sel)
 	}
@@ -41,13 +41,14 @@ type limitedAuthServer struct {
 	mysql.AuthServer
 	g    *connGuard
 	hint string
+	th   *throttle // nil: no login throttling
 }
 
 func (s limitedAuthServer) AuthMethods() []mysql.AuthMethod {
 	methods := s.AuthServer.AuthMethods()
 	out := make([]mysql.AuthMethod, len(methods))
 	for i, m := range methods {
-		out[i] = limitedMethod{AuthMethod: m, g: s.g, hint: s.hint}
+		out[i] = limitedMethod{AuthMethod: m, g: s.g, hint: s.hint, th: s.th}
 	}
 	return out
 }
@@ -56,13 +57,27 @@ type limitedMethod struct {
 	mysql.AuthMethod
 	g    *connGuard
 	hint string
+	th   *throttle
 }
 
+// HandleAuthPluginData checks a login: refused at once, without checking
+// the password, while its address or its account name is in back-off
+// (throttle); otherwise checked, a refusal counted against both.
 func (m limitedMethod) HandleAuthPluginData(c *mysql.Conn, user string, server, client []byte, addr net.Addr) (mysql.Getter, error) {
+	host := hostOf(c.RemoteAddr())
+	if wait := m.th.blocked(user, host); wait > 0 {
+		denied := mysql.NewSQLError(mysql.ERAccessDeniedError, mysql.SSAccessDeniedError, "access denied")
+		return nil, m.explainWith(c, user, client, denied, blockedMessage(wait))
+	}
 	ud, err := m.AuthMethod.HandleAuthPluginData(c, user, server, client, addr)
 	if err != nil {
+		var se *mysql.SQLError
+		if errors.As(err, &se) && se.Num == mysql.ERAccessDeniedError {
+			m.th.failed(user, host)
+		}
 		return nil, m.explain(c, user, client, err)
 	}
+	m.th.succeeded(user, host)
 	if err := m.g.authenticated(c, user); err != nil {
 		return nil, err
 	}
@@ -114,6 +129,12 @@ func (m unknownUserMethod) HandleUser(c *mysql.Conn, user string) bool {
 // plugin it uses: an unknown user, a wrong password and an account that
 // needs TLS get the same message.
 func (m limitedMethod) explain(c *mysql.Conn, user string, client []byte, err error) error {
+	return m.explainWith(c, user, client, err, "")
+}
+
+// explainWith is explain, with extra appended to the message (before the
+// hint).
+func (m limitedMethod) explainWith(c *mysql.Conn, user string, client []byte, err error, extra string) error {
 	var se *mysql.SQLError
 	if !errors.As(err, &se) || se.Num != mysql.ERAccessDeniedError {
 		return err
@@ -129,6 +150,9 @@ func (m limitedMethod) explain(c *mysql.Conn, user string, client []byte, err er
 		password = "YES"
 	}
 	msg := fmt.Sprintf("Access denied for user '%s'@'%s' (using password: %s)", user, host, password)
+	if extra != "" {
+		msg += "; " + extra
+	}
 	if m.hint != "" && !c.TLSEnabled() && !c.IsUnixSocket() {
 		msg += "; " + m.hint
 	}

@@ -334,6 +334,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	}
 	scfg.LoginHint = loginHint(cfg)
 	scfg.ServerPaths = serverPaths(cfg)
+	scfg.LoginThrottle = loginThrottle(cfg.LoginThrottle)
 	if cfg.TLS != nil {
 		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
 		if err != nil {

@@ -3,9 +3,14 @@ package server_test
 import (
 	"context"
 	dbsql "database/sql"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // appendConfig appends YAML at the top level of the deployment's
@@ -146,4 +151,79 @@ func TestSessionMaxExecutionTimeStopsReleases(t *testing.T) {
 		t.Fatalf("release without a session limit: %v", err)
 	}
 	rows.Close()
+}
+
+// loginMessage logs in and returns the refusal's message with the user
+// name replaced by USER ("" on success).
+func loginMessage(t *testing.T, d *deployment, addr, user, pass string) string {
+	t.Helper()
+	err := d.login(addr, user, pass, false)
+	if err == nil {
+		return ""
+	}
+	var me *gomysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1045 {
+		t.Fatalf("%s: %v, want 1045", user, err)
+	}
+	return strings.ReplaceAll(me.Message, "'"+user+"'", "'USER'")
+}
+
+// TestLoginThrottling: over the wire, with 3 free failures per account:
+// the 4th login is refused without checking the password (even the right
+// one) for an existing and for an unknown account alike, word for word;
+// the back-off ends by itself; an address where the account logged in
+// before is not locked out by failures on the account; and with 3 free
+// failures per address, 200 attempts in a row from one client get 3
+// password checks (900 wrong passwords a second were checked before).
+func TestLoginThrottling(t *testing.T) {
+	d := newDeployment(t, false)
+	d.appendConfig(t, "login_throttle:\n  free_failures_per_address: 1000\n  free_failures_per_account: 3\n  backoff: 1s\n  max_backoff: 1s\n")
+	s := d.start(t)
+	addr := s.Addr()
+
+	var seqs [2][]string
+	for i, user := range []string{"bob", "mallory"} {
+		for range 3 {
+			seqs[i] = append(seqs[i], loginMessage(t, d, addr, user, "wrong"))
+		}
+		right := map[string]string{"bob": bobPass, "mallory": "x"}[user]
+		seqs[i] = append(seqs[i], loginMessage(t, d, addr, user, right))
+	}
+	if fmt.Sprint(seqs[0]) != fmt.Sprint(seqs[1]) {
+		t.Errorf("an existing and an unknown account are throttled differently:\n%q\n%q", seqs[0], seqs[1])
+	}
+	if m := seqs[0][3]; !strings.Contains(m, "too many failed logins") || strings.Contains(seqs[0][2], "too many") {
+		t.Errorf("messages %q: want the 4th (only) to say it is throttled", seqs[0])
+	}
+
+	// alice logged in from here before: failures on her account from
+	// elsewhere (here simulated from the same address) do not lock her out.
+	if m := loginMessage(t, d, addr, "alice", alicePass); m != "" {
+		t.Fatalf("alice: %s", m)
+	}
+	for range 5 {
+		loginMessage(t, d, addr, "alice", "wrong")
+	}
+	if m := loginMessage(t, d, addr, "alice", alicePass); m != "" {
+		t.Errorf("alice locked out where she logged in before: %s", m)
+	}
+
+	time.Sleep(1100 * time.Millisecond) // the back-off (1 s) ends
+	if m := loginMessage(t, d, addr, "bob", bobPass); m != "" {
+		t.Errorf("bob still refused after the back-off: %s", m)
+	}
+
+	// Per address.
+	d2 := newDeployment(t, false)
+	d2.appendConfig(t, "login_throttle:\n  free_failures_per_address: 3\n  free_failures_per_account: 1000\n  backoff: 1m\n")
+	s2 := d2.start(t)
+	checked := 0
+	for i := range 200 {
+		if m := loginMessage(t, d2, s2.Addr(), fmt.Sprintf("guess%d", i%7), "wrong"); !strings.Contains(m, "too many failed logins") {
+			checked++
+		}
+	}
+	if checked != 3 {
+		t.Errorf("%d of 200 wrong logins from one address were checked, want 3", checked)
+	}
 }

@@ -62,6 +62,10 @@ type ServerConfig struct {
 	// nothing about any one account (for example: "accounts that use
 	// caching_sha2_password log in only over TLS").
 	LoginHint string
+	// LoginThrottle is the back-off of failed logins (zero fields:
+	// DefaultLoginThrottle); nil: none (the governed server always sets
+	// one, from its configuration's login_throttle).
+	LoginThrottle *LoginThrottle
 	// ServerPaths are directories and files of the server that governed
 	// users' error messages must not show (replaced by "<server path>").
 	ServerPaths []string
@@ -115,7 +119,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 		RequireSecureTransport: cfg.RequireSecureTransport,
 		// Unknown user names are refused like wrong passwords (1045);
 		// connections are kept within the limits.
-		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin), cfg.LoginHint),
+		ProtocolListenerFactory: listenerFactory(newConnGuard(lim, cfg.IsAdmin), cfg.LoginHint, newThrottle(cfg.LoginThrottle)),
 		Options:                 []gms.Option{ic.Option()},
 	}
 	defaultDB := cfg.DefaultDatabaseFor

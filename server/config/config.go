@@ -74,6 +74,8 @@ type Config struct {
 	// privacy proof (greedy_frequency_unproven, greedy_public_unproven),
 	// refused otherwise. Leave it off unless you know why you need them.
 	AllowUnprovenMechanisms bool `yaml:"allow_unproven_mechanisms"`
+	// LoginThrottle is the back-off of failed logins (throttle.go).
+	LoginThrottle LoginThrottle `yaml:"login_throttle"`
 
 	// Path is the file the configuration was read from ("" for Parse).
 	Path string `yaml:"-"`
@@ -611,6 +613,8 @@ func (v *validator) validate(c *Config, dir string) {
 	if s := c.Accounting.ThresholdShare; s != 0 && !(s > 0 && s < 1) {
 		v.errorf(at("accounting", "threshold_share"), "accounting.threshold_share must be in (0, 1) (0 or omitted: %v), got %v", accounting.DefaultThresholdShare, s)
 	}
+
+	c.LoginThrottle.validate(v)
 
 	// reuse
 	switch strings.ToLower(c.Reuse.Scope) {
