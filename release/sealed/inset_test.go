@@ -192,3 +192,29 @@ func TestConstantListsCountAsWork(t *testing.T) {
 		t.Errorf("FIELD of 9,000 constants: %v, want a refusal naming limits.release_row_work", err)
 	}
 }
+
+// TestHashInTupleIsHashedIn: go-mysql-server's HashInTuple (its analyzer
+// makes it of IN lists in filters) compiles to the release's hashed IN,
+// with InTuple's comparison.
+func TestHashInTupleIsHashedIn(t *testing.T) {
+	ctx := newParent(t)
+	h, err := expression.NewHashInTuple(ctx, col("n"), expression.Tuple{str("1"), str("2x"), lit(3.0, types.Float64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := compile(t, ctx, h)
+	if _, ok := p.units[0].expr.(*hashedIn); !ok {
+		t.Fatalf("HashInTuple compiled to %T", p.units[0].expr)
+	}
+	ev := p.NewEvaluator(ctx)
+	in := expression.NewInTuple(col("n"), expression.Tuple{str("1"), str("2x"), lit(3.0, types.Float64)})
+	sctx := sql.NewContext(context.Background(), sql.WithSession(newSession(nil, 64<<10)))
+	for _, n := range []int64{0, 1, 2, 3, 4} {
+		row := sql.Row{"", n, 1.0, nil, nil}
+		want, _ := in.Eval(sctx, row)
+		ev.Row(row)
+		if v, _ := ev.Value(0); v != want {
+			t.Errorf("%d IN ('1', '2x', 3.0) = %v, InTuple gives %v", n, v, want)
+		}
+	}
+}

@@ -185,6 +185,13 @@ func prepare(ctx *sql.Context, e sql.Expression, lim Limits) (sql.Expression, er
 			return x.Fn, transform.NewTree, nil
 		case *expression.Alias:
 			return x.Child, transform.NewTree, nil
+		case *expression.HashInTuple:
+			// go-mysql-server's hashing of IN lists compares by its own
+			// hash of each side's type; the release hashes with InTuple's
+			// exact comparison instead (hashedIn).
+			if ch := x.Children(); len(ch) == 2 {
+				return expression.NewInTuple(ch[0], ch[1]), transform.NewTree, nil
+			}
 		case *expression.Like:
 			return gmsfix.NewLike(x.LeftChild, x.RightChild, x.Escape), transform.NewTree, nil
 		case *expression.UserVar, *expression.SystemVar:
