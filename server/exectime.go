@@ -85,8 +85,8 @@ func toInt64(v any) (int64, bool) {
 	return 0, false
 }
 
-// timeoutError is MySQL's 3024 for a statement stopped at its timeout,
-// naming what set it.
+// message is the text of MySQL's error 3024 for a statement stopped at
+// timeout t, naming what set it.
 func (t statementTimeout) message(configured time.Duration) string {
 	if t.session {
 		return fmt.Sprintf("Query execution was interrupted, maximum statement execution time exceeded (%s: the session's max_execution_time; limits.max_execution_time in the server's configuration caps it at %s)", t.d, configured)
@@ -94,7 +94,8 @@ func (t statementTimeout) message(configured time.Duration) string {
 	return fmt.Sprintf("Query execution was interrupted, maximum statement execution time exceeded (%s; limits.max_execution_time in the server's configuration)", t.d)
 }
 
-// timeoutOf returns the timeout deadline stored in ctx.
+// timeoutOf returns the statement timeout deadline stored in ctx (the
+// configured limit when none is).
 func timeoutOf(ctx context.Context, configured time.Duration) statementTimeout {
 	if t, ok := ctx.Value(timeoutKey{}).(statementTimeout); ok {
 		return t
