@@ -49,8 +49,10 @@ type loadAttack struct {
 	want check
 }
 
-// loadSlowRelease is a release that runs until max_execution_time.
-var loadSlowRelease = "SELECT DISTINCT word FROM words WHERE user_id IN (" + inList(10_000) + ")"
+// loadSlowRelease is a release that runs until max_execution_time: each
+// row builds three strings of 60,000 bytes (a 10,000-item IN list, which
+// it used to be, is now one hash lookup per row).
+var loadSlowRelease = "SELECT DISTINCT word FROM words WHERE LENGTH(LPAD(LPAD(LPAD(word, 60000, 'x'), 60000, 'y'), 60000, 'z')) > 0"
 
 // loadAttacks are sent in turn on the hostile analyst's first connection,
 // with the concurrency and disconnect attacks; loadHeavyAttacks, which hold

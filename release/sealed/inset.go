@@ -53,6 +53,8 @@ type hashedIn struct {
 	// (len of the list when none).
 	nullAt, failAt int
 	fail           error
+	// n is the number of elements (the comparisons of the slow path).
+	n int
 }
 
 // inGroup holds the elements compared in one type.
@@ -82,7 +84,7 @@ func newHashedIn(ctx *sql.Context, in *expression.InTuple) *hashedIn {
 	if !hasKey(typ) || types.NumColumns(typ) != 1 {
 		return nil
 	}
-	h := &hashedIn{orig: in, left: in.Left(), typ: typ, nullAt: len(tuple), failAt: len(tuple)}
+	h := &hashedIn{orig: in, left: in.Left(), typ: typ, nullAt: len(tuple), failAt: len(tuple), n: len(tuple)}
 	groups := map[string]*inGroup{}
 	for i, el := range tuple {
 		if types.NumColumns(el.Type()) != 1 {
@@ -320,9 +322,47 @@ func (h *hashedIn) Eval(ctx *sql.Context, row sql.Row) (any, error) {
 	return false, nil
 }
 
+// slowWork returns the extra work of row s when Eval would take the slow
+// path (a left value without a key): one comparison per element, each
+// elemWork plus the operand's size; 0 otherwise. Row counts it before
+// evaluating, so that the slow path stays within the row work bound.
+func (h *hashedIn) slowWork(ctx *sql.Context, s sql.Row, limit int) int {
+	orig, err := safeEval(ctx, h.left, s)
+	if err != nil || orig == nil {
+		return 0
+	}
+	left, _, err := h.typ.Convert(ctx, orig)
+	if err != nil {
+		return 0
+	}
+	slow := left == nil
+	for _, g := range h.groups {
+		if slow {
+			break
+		}
+		lv := left
+		if g.convert {
+			if lv, err = convertOrTruncate(ctx, left, g.typ); err != nil {
+				return 0
+			}
+		}
+		_, ok := valueKey(ctx, g.typ, lv)
+		slow = !ok
+	}
+	if !slow {
+		return 0
+	}
+	per := elemWork + size(orig, limit)
+	if per > limit/max(h.n, 1) {
+		return limit + 1
+	}
+	return h.n * per
+}
+
 // slow evaluates go-mysql-server's InTuple, for a left value without a key
-// (text that is not valid in its character set): the same result, one
-// comparison per element.
+// (none that a column holds: text not valid in its character set fails
+// its conversion first): the same result, one comparison per element,
+// counted as work by slowWork.
 func (h *hashedIn) slow(ctx *sql.Context, row sql.Row) (any, error) {
 	in, err := h.orig.WithChildren(h.left, h.orig.Right())
 	if err != nil {

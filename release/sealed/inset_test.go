@@ -218,3 +218,42 @@ func TestHashInTupleIsHashedIn(t *testing.T) {
 		}
 	}
 }
+
+// TestHashedInSlowPathCounted: a text operand that is not valid UTF-8
+// fails its conversion, in InTuple and in the hashed IN alike (the row's
+// value fails; nothing is compared). An operand without a key (which the
+// key functions leave to no value a column holds; simulated here with a
+// group whose type has none) is compared one by one as InTuple does, and
+// that row's work counts every comparison, so a 9,999-element list skips
+// it instead of taking 9,999 comparisons' time.
+func TestHashedInSlowPathCounted(t *testing.T) {
+	ctx := newParent(t)
+	bad := sql.Row{"\xff\xfe", int64(1), 1.0, nil, nil}
+	sctx := sql.NewContext(context.Background(), sql.WithSession(newSession(nil, 64<<10)))
+	in := inList(10).(*expression.InTuple)
+	if _, err := in.Eval(sctx, bad); err == nil {
+		t.Fatal("InTuple accepts invalid UTF-8")
+	}
+	ev := compile(t, ctx, in).NewEvaluator(ctx)
+	if ev.Row(bad); ev.Work() > 100 {
+		t.Errorf("invalid operand: work %d", ev.Work())
+	}
+	if _, ok := ev.Value(0); ok {
+		t.Error("invalid operand: the hashed IN has a value, InTuple an error")
+	}
+
+	h := newHashedIn(sctx, inList(9999).(*expression.InTuple))
+	h.groups[0].typ = types.JSON // no key for a string
+	row := sql.Row{"w1", int64(1), 1.0, nil, nil}
+	if w := h.slowWork(sctx, row, 1<<20+1); w <= 1<<20 {
+		t.Errorf("slow path of 9,999 comparisons: work %d, want beyond the row work", w)
+	}
+	h = newHashedIn(sctx, in)
+	if w := h.slowWork(sctx, row, 1<<20+1); w != 0 {
+		t.Errorf("hashed lookup counted %d of slow work", w)
+	}
+	h.groups[0].typ = types.JSON
+	if w := h.slowWork(sctx, row, 1<<20+1); w != 10*(elemWork+2) {
+		t.Errorf("slow path of 10 comparisons: work %d, want %d", w, 10*(elemWork+2))
+	}
+}

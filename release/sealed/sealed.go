@@ -556,7 +556,7 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 	lim := ev.p.lim
 	for i := range ev.p.units {
 		u := &ev.p.units[i]
-		if work += u.work(s, lim.MaxRowWork+1); work > lim.MaxRowWork {
+		if work += u.work(ev.ctx, s, lim.MaxRowWork+1); work > lim.MaxRowWork {
 			return false
 		}
 		v, err := u.expr.Eval(ev.ctx, s)

@@ -121,14 +121,17 @@ func inspect(e sql.Expression, f func(sql.Expression)) {
 	}
 }
 
-// unitWork returns the work of unit u on scratch s: the bytes its call
-// reads (each column and slot, the operand compared with n constants n
-// times), its constants, and its matcher's work; any number above limit
-// once it exceeds it.
-func (u *unit) work(s sql.Row, limit int) int {
+// work returns the work of unit u on scratch s: the bytes its call reads
+// (each column and slot, the operand compared with n constants n times),
+// its constants, its matcher's work and a hashed list's slow path; any
+// number above limit once it exceeds it.
+func (u *unit) work(ctx *sql.Context, s sql.Row, limit int) int {
 	w := u.fixed
 	if u.match != nil {
 		w += u.match.work(s, limit)
+	}
+	if h, ok := u.expr.(*hashedIn); ok {
+		w += h.slowWork(ctx, s, limit)
 	}
 	for _, i := range u.reads {
 		w += size(s[i], limit)
