@@ -262,3 +262,28 @@ func TestReleaseWithLongInList(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerFailureShowsNoPath: when the ledger fails under a release (here
+// closed under the running server), the analyst's error names neither the
+// data directory nor any other server path. bbolt's error here names no
+// file; a failure that does (a write error names ledger.db) is replaced by
+// "<server path>" (TestGovernedErrorsHideServerPaths).
+func TestLedgerFailureShowsNoPath(t *testing.T) {
+	d := newDeployment(t, false)
+	s := d.start(t)
+	alice := d.connect(t, s.Addr(), "alice", alicePass, false)
+	if _, err := releaseURLs(alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ledger().Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := releaseURLs(alice)
+	if err == nil {
+		t.Fatal("a release was made with the ledger closed")
+	}
+	if strings.Contains(err.Error(), d.dir) || strings.Contains(err.Error(), "/") {
+		t.Errorf("the analyst's ledger error shows a server path: %v", err)
+	}
+	t.Logf("analyst's error: %v", err)
+}
