@@ -69,6 +69,10 @@ func TestReuseKeyCanonical(t *testing.T) {
 			{"SET time_zone = '+05:00'", "SELECT DISTINCT item FROM visits WHERE item = 'common'"},
 		},
 		{
+			{"SELECT DISTINCT item FROM visits WHERE item LIKE 'o%' ESCAPE '!'"},
+			{"SET collation_connection = 'utf8mb4_0900_ai_ci'", "SELECT DISTINCT item FROM visits WHERE item LIKE 'o%' ESCAPE '!'"},
+		},
+		{
 			{"SELECT DISTINCT item FROM visits WHERE item > 'e'"},
 			{"SET collation_connection = 'utf8mb4_0900_ai_ci'", "SELECT DISTINCT item FROM visits WHERE item > 'e'"},
 		},

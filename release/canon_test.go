@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
@@ -169,6 +170,17 @@ func analysedKey(t *testing.T, e *sqle.Engine, q string) (key string, ok bool) {
 	if err != nil {
 		t.Logf("%s: %v", q, err)
 		return "", true
+	}
+	// Evaluating the expression (which fills its caches) changes no key.
+	for _, row := range []sql.Row{{"u1", "x", int64(1), 1.5, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}, {nil, "12:30:00", nil, nil, nil}} {
+		func() {
+			defer func() { _ = recover() }()
+			_ = ex.Type()
+			_, _ = ex.Eval(ctx, row)
+		}()
+	}
+	if again, err := release.CanonKey(ctx, ex); err != nil || again != k {
+		t.Errorf("%s: the key changed once the expression was evaluated (%v)", q, err)
 	}
 	return k, true
 }
