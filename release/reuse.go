@@ -26,9 +26,11 @@ import (
 // the sum of the budgets involved. The decision "reuse or not"
 // is visible to the analyst (the Note NoteReused, DP_AUDIT, DP_BUDGET), so
 // it must itself depend on none of D: the ReuseKey is built from the
-// planned release (Scan.Spec: the table, the bound filter and keys with
-// their types, the evaluation limits and the session variables that change
-// how expressions evaluate; the mechanism's options), never from a row,
+// planned release (Scan.Spec: the table, the canonical encodings of the
+// analysed filter and keys — public lookups with their tables' versions —,
+// the evaluation limits, and the session variables and day their
+// evaluation reads: see "Canonical keys" in canon.go; the mechanism's
+// options), never from a row,
 // and the governor adds the scope, the table's configuration and its load
 // generation (a counter, never a content hash: see server/ledger's
 // reuse.go).
