@@ -2,6 +2,10 @@ package planner_test
 
 import (
 	"testing"
+
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/dpsql/dpsql/release"
 )
 
 // specOf runs the statements on one session and returns the reuse
@@ -85,5 +89,65 @@ func TestReuseKeyCanonical(t *testing.T) {
 				t.Errorf("%q: not the release of %q (reused %v)", stmts, group[0], reused)
 			}
 		}
+	}
+}
+
+// TestStatementMemoCanonical: two releases of one statement are made once
+// only when they are the same release. The memo once keyed them by printed
+// SQL, so a release with another ESCAPE took the first one's rows.
+func TestStatementMemoCanonical(t *testing.T) {
+	e, _ := newReuseEngine(t)
+	q := "SELECT DISTINCT item FROM visits WHERE item LIKE 'c%' UNION ALL SELECT DISTINCT item FROM visits WHERE item LIKE 'c%' ESCAPE 'c'"
+	rows, _, err := session(t, e, "SET dp_reuse = OFF", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 'c%' matches "common", held by every user; with ESCAPE 'c' the
+	// pattern is the literal "%", which no item is.
+	if len(rows) != 1 || rows[0][0] != "common" {
+		t.Errorf("rows %v, want [[common]]", rows)
+	}
+	same := "SELECT DISTINCT item FROM visits WHERE item LIKE 'c%' UNION ALL SELECT DISTINCT item FROM visits WHERE item LIKE 'c%'"
+	if rows, _, err = session(t, e, "SET dp_reuse = OFF", same); err != nil || len(rows) != 2 {
+		t.Errorf("the same release twice: rows %v, %v", rows, err)
+	}
+}
+
+// specGov is publicGov recording the reuse specification of every release.
+type specGov struct {
+	publicGov
+	specs []string
+}
+
+func (g *specGov) ChargeOrReuse(ctx *sql.Context, reqs []release.Request) (*release.Reuse, error) {
+	g.specs = append(g.specs, reqs[0].Reuse.Spec)
+	return &release.Reuse{}, release.Charge(ctx, &g.publicGov, reqs)
+}
+
+// TestPublicReleasesKeyed: releases that read a public table through IN,
+// EXISTS or a JOIN have a reuse specification (they are reused), which
+// holds the public side: another public filter is another release.
+func TestPublicReleasesKeyed(t *testing.T) {
+	g := &specGov{publicGov: publicGov{fakeGov: fakeGov{budget: 1000}}}
+	eng := newPublicEngine(t, g)
+	seen := map[string]string{}
+	for _, q := range []string{
+		"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item",
+		"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item AND p.n > 1",
+		"SELECT DISTINCT item FROM visits WHERE item IN (SELECT name FROM pages)",
+		"SELECT DISTINCT item FROM visits WHERE item IN (SELECT name FROM pages WHERE n > 1)",
+		"SELECT DISTINCT item FROM visits v WHERE EXISTS (SELECT 1 FROM pages p WHERE p.name = v.item)",
+	} {
+		g.specs = nil
+		if _, err := query(t, eng, "analyst", q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if len(g.specs) != 1 || g.specs[0] == "" {
+			t.Fatalf("%s: specifications %q (a release that is never reused)", q, g.specs)
+		}
+		if prev, ok := seen[g.specs[0]]; ok {
+			t.Errorf("%s and %s share a specification", q, prev)
+		}
+		seen[g.specs[0]] = q
 	}
 }

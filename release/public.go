@@ -89,7 +89,7 @@ func newPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter
 			return nil, fmt.Errorf("in the %s of the public lookup over %s.%s: %w", e.Where, db, name, err)
 		}
 	}
-	set.SetSource(publicSource(ctx, db, name, table, all, p.filter, len(cols), lim))
+	set.SetSource(publicSource(ctx, db, name, table, all, p.filter, p.cols != nil, lim))
 	table, exprs, ncols, err := project(table, all)
 	if err != nil {
 		return nil, err
@@ -164,18 +164,19 @@ var processEpoch = func() string {
 // and the version of its rows (this process's epoch and the table's load
 // count: a release reading a public table is reused only within the
 // process that loaded it, and never across a reload), the canonical keys
-// of the value, filter and columns it evaluates, the values of the
+// of the value, filter and columns it evaluates (a join's set, whose key
+// must be unique, is told from an IN / EXISTS set), the values of the
 // session variables and the date they read, and the limits. "" (never
 // reused) when the table has no version or an expression cannot be
 // encoded.
-func publicSource(ctx *sql.Context, db, name string, table sql.Table, all []Expr, filter, ncols int, lim sealed.Limits) string {
+func publicSource(ctx *sql.Context, db, name string, table sql.Table, all []Expr, filter int, join bool, lim sealed.Limits) string {
 	v, ok := table.(versioned)
 	if !ok {
 		return ""
 	}
 	b := canonParts([]byte("public 1"), []byte(strings.ToLower(db)), []byte(strings.ToLower(name)),
 		[]byte(fmt.Sprintf("epoch %s version %d", processEpoch, v.Version())),
-		[]byte(fmt.Sprintf("limits=%+v filter=%d cols=%d", lim, filter, ncols)))
+		[]byte(fmt.Sprintf("limits=%+v filter=%d join=%v", lim, filter, join)))
 	var deps canonDeps
 	for _, e := range all {
 		k, d, err := exprKey(ctx, e.E)
