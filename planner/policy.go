@@ -872,10 +872,9 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 			scanKeys = append(scanKeys, item)
 		}
 	}
-	scan, err := release.NewScan(ctx, src.db, src.name, src.table, src.unit, filter, scanKeys, p.limits)
-	if err != nil {
-		return nil, err
-	}
+	// The join's public side first: it describes its set (the public
+	// table's version, its expressions), which the scan's canonical key
+	// encodes.
 	if src.join != nil {
 		pub, err := p.joinPublic(ctx, src, src.join)
 		if err != nil {
@@ -883,30 +882,34 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		}
 		r.publics = append(r.publics, pub)
 	}
+	scan, err := release.NewScan(ctx, src.db, src.name, src.table, src.unit, filter, scanKeys, p.limits)
+	if err != nil {
+		return nil, err
+	}
 	r.scan = scan
 	r.done = &releaseResult{}
 	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
-		key := r.spec(filter, scanKeys)
-		if prev, ok := memo[key]; ok {
-			r.done = prev
-		} else {
-			memo[key] = r.done
+		if key := r.spec(); key != "" {
+			if prev, ok := memo[key]; ok {
+				r.done = prev
+			} else {
+				memo[key] = r.done
+			}
 		}
 	}
 	return r, nil
 }
 
-// spec identifies a release within a statement: what it reads, how, and
-// with which options.
-func (r *Release) spec(filter release.Expr, keys []release.Expr) string {
+// spec identifies a release within a statement: what it reads and how
+// (the scan's canonical Spec: printed SQL drops fields such as LIKE's
+// ESCAPE), with which options, and what it outputs; "" (made on its own)
+// when the scan has no Spec.
+func (r *Release) spec() string {
+	if r.scan.Spec() == "" {
+		return ""
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%s.%s|%s|", r.mode, r.db, r.name, r.optionsSpec())
-	if filter.E != nil {
-		b.WriteString(filter.E.String())
-	}
-	for _, k := range keys {
-		b.WriteString("|" + k.E.String())
-	}
+	fmt.Fprintf(&b, "%d|%s.%s|%s|%q", r.mode, r.db, r.name, r.optionsSpec(), r.scan.Spec())
 	for _, o := range r.out {
 		fmt.Fprintf(&b, ",%d", o)
 	}

@@ -46,7 +46,7 @@ func (g *publicGov) Check(ctx *sql.Context, r release.Request) error {
 // shape), pages (public, (name, n, user_id): (common, 1, 1), (public, 2,
 // 1), (even, 3, 2), (NULL, 4, 2))
 // and other (unprotected, undeclared: (common)).
-func newPublicEngine(t *testing.T, gov *publicGov, opts ...planner.PolicyOption) *sqle.Engine {
+func newPublicEngine(t *testing.T, gov release.Governor, opts ...planner.PolicyOption) *sqle.Engine {
 	t.Helper()
 	table := func(name string) *storage.Table {
 		b, err := storage.NewTableBuilder(name, []storage.Column{

@@ -27,7 +27,14 @@
 //  4. the caller runs the mechanism (package setunion, ngrams) and returns
 //     only the released keys.
 //
+// A release's reuse key and an expression index's key are canonical
+// encodings of the analysed expression trees (canon.go, "Canonical keys"):
+// every field of every node, length-prefixed, so that distinct releases
+// never share a key; plus only the session variables and the day the
+// expressions' evaluation reads, and the versions of the public tables
+// they read, so that identical releases from any client share one.
+//
 // See docs/architecture.md §3 for the lifecycle in the whole engine and
-// docs/privacy.md §12 for why each step keeps the release differentially
-// private.
+// docs/privacy.md §12 (and §13 for the keys) for why each step keeps the
+// release differentially private.
 package release

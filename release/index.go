@@ -68,10 +68,11 @@ import (
 // expression must be) may read the index of that expression: built by the
 // same sealed program (unit and key, no filter), under a copy of the first
 // session's variables (sealed.Detached) and the release's limits, and
-// kept per canonical expression text (exprSpec, with variables replaced
-// by their values: sealed.Resolve), per the session variables that change
-// evaluation (EvalVariables), per limits and per day (a TIME converted to
-// a date takes today's), so a release reads only an index whose
+// kept per canonical key (indexExprKey, "Canonical keys": the analysed
+// tree, with variables replaced by their values by sealed.Resolve, the
+// limits, and the values of the session variables and the date the
+// expression reads — a TIME converted to a date takes today's), so a
+// release reads only an index whose
 // evaluation is its own. Without a
 // filter the two programs are the same, row for row. With a filter on the
 // unit, the scan evaluates filter and key in one program whose row work is
@@ -248,8 +249,7 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 		// taken as a date or DATETIME is today's, as in MySQL:
 		// DATE_FORMAT(TIME(s), '%Y')), so an index serves the day it
 		// was built on only (sql.Now is the clock those conversions read).
-		key = indexKey{strings.ToLower(db), strings.ToLower(tname), strings.ToLower(unitCol),
-			fmt.Sprintf("%s%s\x00%s\x00%+v\x00%s", exprKeyPrefix, expr, sessionSpec(ctx), s.lim, sql.Now().Format(time.DateOnly))}
+		key = indexKey{strings.ToLower(db), strings.ToLower(tname), strings.ToLower(unitCol), exprKeyPrefix + expr}
 		name = fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, s.keyExprs[i], unitCol)
 		// The build evaluates the analyst's expression on every row: it
 		// ends with the statement that started it (KILL,

@@ -1,7 +1,10 @@
 package release
 
 import (
+	"crypto/rand"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
@@ -55,6 +58,19 @@ func NewPublicJoin(ctx *sql.Context, db, name string, table sql.Table, key, filt
 }
 
 func newPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter Expr, cols []Expr, set *lookup.Set, lim sealed.Limits) (*Public, error) {
+	var err error
+	if value.E, err = canonRewrite(value.E); err != nil {
+		return nil, err
+	}
+	if filter.E, err = canonRewrite(filter.E); err != nil {
+		return nil, err
+	}
+	cols = slices.Clone(cols)
+	for i := range cols {
+		if cols[i].E, err = canonRewrite(cols[i].E); err != nil {
+			return nil, err
+		}
+	}
 	all := []Expr{value}
 	p := &Public{db: db, name: name, filter: -1, set: set}
 	if filter.E != nil {
@@ -73,6 +89,7 @@ func newPublic(ctx *sql.Context, db, name string, table sql.Table, value, filter
 			return nil, fmt.Errorf("in the %s of the public lookup over %s.%s: %w", e.Where, db, name, err)
 		}
 	}
+	set.SetSource(publicSource(ctx, db, name, table, all, p.filter, p.cols != nil, lim))
 	table, exprs, ncols, err := project(table, all)
 	if err != nil {
 		return nil, err
@@ -132,4 +149,42 @@ func (p *Public) Fill(ctx *sql.Context) error {
 	}
 	p.set.Done()
 	return nil
+}
+
+// processEpoch tells this process's table versions apart from another's:
+// storage.Table.Version counts the loads of this process only, and reuse
+// keys outlive it (the ledger keeps them).
+var processEpoch = func() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%x", b)
+}()
+
+// publicSource is the canonical description of a public side: the table
+// and the version of its rows (this process's epoch and the table's load
+// count: a release reading a public table is reused only within the
+// process that loaded it, and never across a reload), the canonical keys
+// of the value, filter and columns it evaluates (a join's set, whose key
+// must be unique, is told from an IN / EXISTS set), the values of the
+// session variables and the date they read, and the limits. "" (never
+// reused) when the table has no version or an expression cannot be
+// encoded.
+func publicSource(ctx *sql.Context, db, name string, table sql.Table, all []Expr, filter int, join bool, lim sealed.Limits) string {
+	v, ok := table.(versioned)
+	if !ok {
+		return ""
+	}
+	b := canonParts([]byte("public 1"), []byte(strings.ToLower(db)), []byte(strings.ToLower(name)),
+		[]byte(fmt.Sprintf("epoch %s version %d", processEpoch, v.Version())),
+		[]byte(fmt.Sprintf("limits=%+v filter=%d join=%v", lim, filter, join)))
+	var deps canonDeps
+	for _, e := range all {
+		k, d, err := exprKey(ctx, e.E)
+		if err != nil {
+			return ""
+		}
+		b = canonParts(b, k)
+		deps = deps.or(d)
+	}
+	return string(canonParts(b, depsKey(nil, ctx, deps)))
 }

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
-	"github.com/dolthub/go-mysql-server/sql/transform"
 )
 
 // Release reuse
@@ -28,9 +26,11 @@ import (
 // the sum of the budgets involved. The decision "reuse or not"
 // is visible to the analyst (the Note NoteReused, DP_AUDIT, DP_BUDGET), so
 // it must itself depend on none of D: the ReuseKey is built from the
-// planned release (Scan.Spec: the table, the bound filter and keys with
-// their types, the evaluation limits and the session variables that change
-// how expressions evaluate; the mechanism's options), never from a row,
+// planned release (Scan.Spec: the table, the canonical encodings of the
+// analysed filter and keys — public lookups with their tables' versions —,
+// the evaluation limits, and the session variables and day their
+// evaluation reads: see "Canonical keys" in canon.go; the mechanism's
+// options), never from a row,
 // and the governor adds the scope, the table's configuration and its load
 // generation (a counter, never a content hash: see server/ledger's
 // reuse.go).
@@ -276,53 +276,4 @@ func (r *Released) UnmarshalBinary(b []byte) error {
 		return errMalformed
 	}
 	return nil
-}
-
-// EvalVariables are the system variables whose session values change how
-// a release's expressions evaluate (the sealed session copies them): part
-// of Scan.Spec, so that a release is reused only under the same ones.
-var EvalVariables = []string{
-	"sql_mode", "time_zone", "collation_connection", "character_set_connection",
-	"div_precision_increment", "default_week_format", "lc_time_names",
-	"regexp_time_limit", "regexp_stack_limit",
-}
-
-// exprSpec is the canonical text of an expression: its SQL text, then the
-// Go type and SQL type of every node (so that 1 and 1.0, or a column read
-// as two types, differ). ok is false when an expression cannot describe
-// itself (the release is then not reused).
-func exprSpec(e sql.Expression) (_ string, ok bool) {
-	if e == nil {
-		return "-", true
-	}
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	var b strings.Builder
-	b.WriteString(e.String())
-	b.WriteString(" ⟨")
-	transform.InspectExpr(e, func(e sql.Expression) bool {
-		fmt.Fprintf(&b, "%T:%s;", e, e.Type())
-		return false
-	})
-	b.WriteString("⟩")
-	return b.String(), true
-}
-
-// sessionSpec is the text of the EvalVariables of ctx's session.
-func sessionSpec(ctx *sql.Context) string {
-	if ctx == nil || ctx.Session == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, name := range EvalVariables {
-		v, err := ctx.GetSessionVariable(ctx, name)
-		if err != nil {
-			continue
-		}
-		fmt.Fprintf(&b, "%s=%v;", name, v)
-	}
-	return b.String()
 }

@@ -213,10 +213,11 @@ func TestExprSpecDistinguishesTypes(t *testing.T) {
 		"other":   eq(int64(2), types.Int64),
 		"nothing": nil,
 	} {
-		s, ok := exprSpec(e)
-		if !ok {
-			t.Fatalf("%s: no specification", name)
+		k, _, err := exprKey(nil, e)
+		if err != nil {
+			t.Fatalf("%s: no key: %v", name, err)
 		}
+		s := string(k)
 		for other, os := range specs {
 			if os == s {
 				t.Errorf("%s and %s have the same specification %q", name, other, s)

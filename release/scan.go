@@ -39,8 +39,8 @@ type Scan struct {
 	src     sql.Table
 	unitCol string
 	plain   []string
-	// exprKey is, per key that is not a plain column, the canonical text
-	// of the expression (exprSpec) when its value has an indexable type
+	// exprKey is, per key that is not a plain column, the canonical key
+	// of the expression (indexExprKey) when its value has an indexable type
 	// ("" otherwise), with keyExprs and lim to evaluate it again: the
 	// release index of an expression (Indexed).
 	exprKey  []string
@@ -74,6 +74,17 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 			return nil, ErrNotAllowed(db, name, keys[i].Where, err)
 		}
 	}
+	// String literals compared with text columns take the column's type
+	// (canonRewrite): MySQL's comparison, and one key for every
+	// connection collation.
+	if filter.E, err = canonRewrite(filter.E); err != nil {
+		return nil, ErrNotAllowed(db, name, filter.Where, err)
+	}
+	for i := range keys {
+		if keys[i].E, err = canonRewrite(keys[i].E); err != nil {
+			return nil, ErrNotAllowed(db, name, keys[i].Where, err)
+		}
+	}
 	sch := table.Schema()
 	ui := sch.IndexOfColName(unitCol)
 	if ui < 0 {
@@ -91,8 +102,8 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 			s.keyExprs[i] = k.E
 			if gf, ok := k.E.(*expression.GetField); ok && gf.Index() >= 0 && gf.Index() < len(sch) && indexable(sch[gf.Index()].Type) {
 				s.plain[i] = sch[gf.Index()].Name
-			} else if spec, ok := exprSpec(k.E); ok && indexable(k.E.Type()) && deterministic(k.E) {
-				s.exprKey[i] = spec
+			} else if key, ok := indexExprKey(ctx, k.E, lim); ok && indexable(k.E.Type()) && deterministic(k.E) {
+				s.exprKey[i] = key
 			}
 		}
 	}
@@ -187,26 +198,42 @@ func project(table sql.Table, all []Expr) (sql.Table, []sql.Expression, int, err
 	return narrowed, exprs, len(names), nil
 }
 
-// Spec returns the canonical description of what the scan reads and how:
-// the table, the privacy unit, the filter and the keys (SQL text and the
-// types of every node), the evaluation limits and the session variables
-// that change evaluation (EvalVariables). Two scans with the same Spec read
-// the same rows into the same (unit, keys) pairs, as long as the table's
-// data is the same. It is empty when an expression cannot describe itself.
+// Spec returns the canonical description of what the scan reads and how
+// (see "Canonical keys"): the table, the privacy unit, the filter and the
+// keys (their canonical encodings, which include the public tables they
+// read through lookups and those tables' versions), the evaluation limits,
+// and the values of the session variables and the date their evaluation
+// reads. Two scans with the same Spec read the same rows into the same
+// (unit, keys) pairs, as long as the table's data is the same (the
+// governor adds its version). It is empty when an expression cannot be
+// encoded (the release is then never reused).
 func (s *Scan) Spec() string { return s.spec }
 
 func scanSpec(ctx *sql.Context, db, name string, all []Expr, filter int, lim sealed.Limits) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "scan %q.%q limits=%+v session=%s filter=%d", strings.ToLower(db), strings.ToLower(name), lim, sessionSpec(ctx), filter)
+	b := canonParts([]byte("scan 2"), []byte(strings.ToLower(db)), []byte(strings.ToLower(name)),
+		[]byte(fmt.Sprintf("limits=%+v filter=%d", lim, filter)))
+	var deps canonDeps
 	for _, e := range all {
-		b.WriteString(" | ")
-		t, ok := exprSpec(e.E)
-		if !ok {
+		k, d, err := exprKey(ctx, e.E)
+		if err != nil {
 			return ""
 		}
-		b.WriteString(t)
+		b = canonParts(b, k)
+		deps = deps.or(d)
 	}
-	return b.String()
+	return string(canonParts(b, depsKey(nil, ctx, deps)))
+}
+
+// indexExprKey is the key of an expression's release index (see
+// "Canonical keys"): its canonical encoding, the limits it is evaluated
+// under, and the values of the session variables and the date its
+// evaluation reads.
+func indexExprKey(ctx *sql.Context, e sql.Expression, lim sealed.Limits) (string, bool) {
+	k, d, err := exprKey(ctx, e)
+	if err != nil {
+		return "", false
+	}
+	return string(canonParts(nil, k, []byte(fmt.Sprintf("limits=%+v", lim)), depsKey(nil, ctx, d))), true
 }
 
 // Keys returns the number of keys of the scan.

@@ -44,6 +44,11 @@ type Statement struct {
 	// mysql command line client cannot prepare and reports an error result.
 	Prepared bool  `json:"prepared,omitempty"`
 	Args     []any `json:"args,omitempty"`
+	// ClientSide makes a prepared statement client-side in Connector/J
+	// (the driver interpolates the arguments into the text); an argument
+	// "date:YYYY-MM-DD" is bound there as a java.sql.Date. Other clients
+	// ignore both.
+	ClientSide bool `json:"client_side,omitempty"`
 	// Meta names a JDBC DatabaseMetaData method instead of SQL (JDBC only):
 	// getCatalogs, getSchemas, getTables(catalog, schemaPattern, tablePattern,
 	// types), getColumns(catalog, schemaPattern, tablePattern, columnPattern),

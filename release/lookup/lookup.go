@@ -122,6 +122,10 @@ type Set struct {
 	coll  sql.CollationID // Text: the public column's collation
 	what  string          // the public side, for errors
 	lim   Limits
+	// source is the canonical description of what fills the set (the
+	// public table, its version, the expressions and their evaluation
+	// settings: release.NewPublic sets it); "" when unknown.
+	source string
 
 	mu      sync.RWMutex
 	keys    map[string]struct{}

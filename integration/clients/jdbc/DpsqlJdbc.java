@@ -6,7 +6,9 @@
 // and prints {"connect_error": {...}} or {"results": [{"columns", "types",
 // "rows", "error": {"code", "state", "message"}}]}.
 //
-// Prepared statements are server-side (useServerPrepStmts=true). "meta" names
+// Prepared statements are server-side (useServerPrepStmts=true), or
+// client-side with "client_side"; an argument "date:YYYY-MM-DD" is bound as
+// a java.sql.Date. "meta" names
 // a java.sql.DatabaseMetaData call as DBeaver and Metabase make them.
 // Compiled and run by integration/clients (jdbc.go); only the JDK and the
 // driver jar are needed.
@@ -92,7 +94,11 @@ public final class DpsqlJdbc {
         }
         String sql = str(st.get("sql"));
         if (Boolean.TRUE.equals(st.get("prepared"))) {
-            try (PreparedStatement ps = conn.prepareStatement(sql)) {
+            // client_side: the driver interpolates the parameters into the
+            // statement's text (Connector/J 2.x's clientPrepareStatement).
+            try (PreparedStatement ps = Boolean.TRUE.equals(st.get("client_side"))
+                    ? conn.unwrap(org.mariadb.jdbc.MariaDbConnection.class).clientPrepareStatement(sql)
+                    : conn.prepareStatement(sql)) {
                 for (int i = 0; i < args.size(); i++) {
                     Object a = args.get(i);
                     if (a == null) {
@@ -106,6 +112,9 @@ public final class DpsqlJdbc {
                         }
                     } else if (a instanceof Boolean) {
                         ps.setBoolean(i + 1, (Boolean) a);
+                    } else if (str(a).startsWith("date:")) {
+                        // A typed DATE parameter (java.sql.Date).
+                        ps.setDate(i + 1, java.sql.Date.valueOf(str(a).substring(5)));
                     } else {
                         ps.setString(i + 1, str(a));
                     }
