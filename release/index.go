@@ -119,9 +119,10 @@ type Indexes struct {
 	// share is divided (Govern; 1 otherwise); prebuilt is set when the
 	// indexes of columns and the corpora are built by Prebuild only,
 	// never by a release.
-	accounts int
-	prebuilt bool
-	stop     context.CancelFunc // ends Prebuild's builds (Close)
+	accounts     int
+	prebuilt     bool
+	stop         context.CancelFunc // ends Prebuild's builds (Close)
+	prebuiltDone chan struct{}      // closed when Prebuild's builds end
 
 	mu       sync.Mutex
 	used     int64

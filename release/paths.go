@@ -165,8 +165,9 @@ func (ix *Indexes) Prebuild(tables []PrebuildTable) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	ix.mu.Lock()
-	ix.stop = cancel
+	ix.stop, ix.prebuiltDone = cancel, done
 	ix.mu.Unlock()
 	type job struct {
 		key   indexKey
@@ -207,6 +208,7 @@ func (ix *Indexes) Prebuild(tables []PrebuildTable) {
 		}
 	}
 	go func() {
+		defer close(done)
 		for _, j := range jobs {
 			if ctx.Err() != nil {
 				return
@@ -223,6 +225,23 @@ func (ix *Indexes) Prebuild(tables []PrebuildTable) {
 			}
 		}
 	}()
+}
+
+// Prebuilt returns a channel closed once Prebuild's builds have ended
+// (closed at once without Prebuild): for tests, which compare paths once
+// the server's own caches are warm.
+func (ix *Indexes) Prebuilt() <-chan struct{} {
+	var done chan struct{}
+	if ix != nil {
+		ix.mu.Lock()
+		done = ix.prebuiltDone
+		ix.mu.Unlock()
+	}
+	if done == nil {
+		done = make(chan struct{})
+		close(done)
+	}
+	return done
 }
 
 // Close stops Prebuild's builds.

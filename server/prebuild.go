@@ -36,3 +36,7 @@ func prebuildIndexes(ix *release.Indexes, p *storage.Provider, analysts int, pro
 // PathsTaken returns the counts of the paths releases took (index,
 // expression index, corpus or scan): for tests comparing deployments.
 func (s *Governed) PathsTaken() release.Paths { return s.indexes.Paths() }
+
+// IndexesPrebuilt returns a channel closed once the server's own builds of
+// release indexes and corpora have ended (at once without indexes).
+func (s *Governed) IndexesPrebuilt() <-chan struct{} { return s.indexes.Prebuilt() }
