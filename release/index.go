@@ -28,9 +28,11 @@ import (
 // privacy unit, the distinct values of a key column — are the same for
 // every release over the same column that reads every row. An Index keeps
 // them, grouped and interned, per (table version, privacy-unit column, key
-// column): built on first use by one scan of the table, then handed to the
-// mechanism by every later release (setunion.NewPreparedBuilder) instead of
-// scanning and grouping the table again.
+// column): built by one scan of the table — on the governed server by the
+// server itself after loading (Prebuild), elsewhere on first use — then
+// handed to the mechanism by every later release
+// (setunion.NewPreparedBuilder) instead of scanning and grouping the table
+// again.
 //
 // Why the output is the same. A release may read an index only when its
 // scan evaluates nothing but, at most, a filter on the privacy unit alone:
@@ -68,21 +70,19 @@ import (
 // expression must be) may read the index of that expression: built by the
 // same sealed program (unit and key, no filter), under a copy of the first
 // session's variables (sealed.Detached) and the release's limits, and
-// kept per canonical expression text (exprSpec, with variables replaced
-// by their values: sealed.Resolve), per the session variables that change
-// evaluation (EvalVariables), per limits and per day (a TIME converted to
-// a date takes today's), so a release reads only an index whose
-// evaluation is its own. Without a
-// filter the two programs are the same, row for row. With a filter on the
-// unit, the scan evaluates filter and key in one program whose row work is
-// bounded as a whole: a row it keeps has key work + filter work within the
-// bound (or less, when the two share a subexpression), and a row it skips
-// for work has key work or key + filter work above it. The index records
-// each user's largest key work, and is read only when, for every kept
-// user, that plus the user's filter work is within the bound: then every
-// recorded row of a kept user passes the scan too, and every row the
-// build skipped (key work over the bound, or a failing key) the scan
-// skips too, so the kept rows are the same. Otherwise the release scans.
+// kept per account (the analyst's own: "Caches and other analysts", in
+// paths.go), per canonical expression text (exprSpec, with variables
+// replaced by their values: sealed.Resolve), per the session variables
+// that change evaluation (EvalVariables), per limits and per day (a TIME
+// converted to a date takes today's), so a release reads only an index
+// whose evaluation is its own. The scan evaluates its filter and its keys
+// as two programs, each within the row-work bound (Scan.Run), so the keys'
+// program is the same with or without a filter: without one the index
+// build and the scan are the same program, row for row; with a filter on
+// the unit, the filter keeps or drops all of a user's rows together, and
+// the index holds exactly the pairs of the rows that pass the keys'
+// program. The index is then read whenever it exists, and whether it does
+// depends on no row ("No data-dependent choice of path", in paths.go).
 //
 // Key and unit columns must have text or integer types: their MySQL text
 // does not depend on the session (the sealed session copies the analyst's
@@ -94,17 +94,19 @@ import (
 // key strings, and its views prepared for releases (Index.Bytes: 19.6 MiB
 // per million pairs on git_python_ecosystem's words); building it takes
 // about one scan, plus a transient map of the pairs' first rows.
-// Indexes bounds the total; an index that does not fit is not kept and its
-// releases scan. The entry of an expression also counts its text (up to a
-// statement's size) against the expressions' share, kept index or not, so
-// that many long expressions cannot hold memory beyond the bound. A build
-// reads the table once, for a column with no analyst's session, for an
-// expression in a sealed copy of the starting statement's: it runs outside
-// the statement's session (a failure, a panic or an index over the bound
-// is logged for the operator, and the release scans instead), so an
-// analyst sees the same rows and the same errors with or without it; only
-// the time of a release changes, and time is not protected (README, "The
-// privacy guarantee of the server").
+// Indexes bounds the total: columns' indexes and corpora share 3/4 of it
+// (one that does not fit is not kept and its releases scan); expressions'
+// indexes share the rest, divided among the accounts, and each reserves,
+// before its build, a static bound of its size (exprIndexBound) with the
+// text of its key (up to a statement's size), so that neither many long
+// expressions nor large values hold memory beyond the bound, and which
+// index fits or is evicted depends on no row. A build reads the table
+// once, for a column with no analyst's session, for an expression in a
+// sealed copy of the starting statement's: it runs outside the
+// statement's session (a failure or a panic is logged for the operator,
+// and the release scans instead), so an analyst sees the same rows and
+// the same errors with or without it; only the time of a release changes,
+// and the path it takes depends on no row (paths.go).
 
 // DefaultIndexBytes is the default bound of the memory of all release
 // indexes of a server.
@@ -125,7 +127,8 @@ type Indexes struct {
 	prebuiltDone chan struct{}      // closed when Prebuild's builds end
 
 	mu       sync.Mutex
-	used     int64
+	used     int64            // bytes counted against the bounds (reservations for expressions)
+	held     int64            // bytes the kept values hold (Bytes)
 	clock    int64            // counts uses (indexEntry.used)
 	exprUsed map[string]int64 // per account, the part of used its expressions' indexes hold
 	entries  map[indexKey]*indexEntry
@@ -153,6 +156,7 @@ type indexEntry struct {
 	done    chan struct{}
 	val     any   // *Index or *ngrams.Corpus; nil when the build failed or did not fit
 	counted int64 // bytes counted in Indexes.used
+	held    int64 // bytes counted in Indexes.held
 	used    int64 // Indexes.clock at the last use, for evicting expressions' indexes
 }
 
@@ -185,14 +189,15 @@ func NewIndexes(limit int64, logf func(format string, args ...any)) *Indexes {
 		exprUsed: map[string]int64{}, building: map[string]int{}}
 }
 
-// Bytes returns the memory the cached indexes hold.
+// Bytes returns the memory the cached indexes hold (an expression's index
+// counts its real size here, its reservation in the bounds).
 func (ix *Indexes) Bytes() int64 {
 	if ix == nil {
 		return 0
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.used
+	return ix.held
 }
 
 // versioned is a table whose rows never change (storage.Table): Version
@@ -602,6 +607,8 @@ func (ix *Indexes) entry(key indexKey, version uint64, name string, reserve int6
 // release gives back the memory e holds; ix.mu is held.
 func (ix *Indexes) release(key indexKey, e *indexEntry) {
 	ix.used -= e.counted
+	ix.held -= e.held
+	e.held = 0
 	if key.evictable() {
 		ix.exprUsed[key.account] -= e.counted
 		if ix.exprUsed[key.account] == 0 {
@@ -652,15 +659,17 @@ func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBu
 		// unless a type lies about its values.
 		ix.logf("release index %s: internal error: %d bytes, more than its bound of %d; its releases scan the table", name, bytes, e.counted)
 	case key.evictable():
-		e.val = val
+		e.val, e.held = val, bytes+key.bytes()
+		ix.held += e.held
 		ix.logf("release index %s: %s (bound %.1f MiB), built in %v; %.1f MiB of indexes in use",
 			name, summary, float64(e.counted)/(1<<20), time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
 	case !ix.fits(key, bytes):
 		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB for columns and corpora (%d MiB in use); its releases scan the table",
 			name, bytes>>20, ix.columnShare()>>20, ix.used>>20)
 	default:
-		e.val, e.counted = val, bytes
+		e.val, e.counted, e.held = val, bytes, bytes
 		ix.used += bytes
+		ix.held += bytes
 		ix.logf("release index %s: %s, built in %v; %.1f MiB of indexes in use",
 			name, summary, time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
 	}

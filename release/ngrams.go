@@ -20,8 +20,10 @@ import (
 // protected tables are read-only, the extractor's input — the
 // ngrams.Corpus — is the same for every extraction over the same column,
 // whatever its options: the release index cache keeps it per (table
-// version, privacy-unit column, text column), built on first use by the
-// same scan outside any statement, and every later extraction runs over it
+// version, privacy-unit column, text column), built by the same scan
+// outside any statement — on the governed server by the server itself
+// after loading (Indexes.Prebuild; while it is not built, extractions
+// scan), elsewhere on first use — and every later extraction runs over it
 // (ngrams.NewFromCorpus, which releases exactly what an extractor fed the
 // rows releases for the same random source). A plain column of text or
 // integer type reads the same in every session (see "The release index"),
