@@ -124,6 +124,11 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 		return nil, err
 	}
 	s.table = table
+	// The operators of all expressions together stay within
+	// Limits.MaxNodes, as when they were one program.
+	if _, err := sealed.Compile(ctx, exprs, ncols, lim); err != nil {
+		return nil, ErrNotAllowed(db, name, "release", err)
+	}
 	if s.filter >= 0 {
 		// The filter is a program of its own, bounded on its own: the
 		// keys' program is the same with or without it, so an index of
