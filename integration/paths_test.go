@@ -272,7 +272,9 @@ func TestPathsCrossAnalyst(t *testing.T) {
 // so that a full scan takes much longer than reading an index.
 // Run: go test -run XXX -bench TimingAttacks -benchtime 15x ./integration
 func BenchmarkTimingAttacks(b *testing.B) {
-	more := "  release_index_bytes: 4294967296\n" // room for the expression indexes' static bounds
+	// A quota of 2 GiB per analyst: room for the expression indexes' static
+	// bounds (15,000 rows × 64 KiB), which are reservations, not memory.
+	more := "  release_index_bytes: 17179869184\n"
 	deps := [2]*server.Governed{startPaths(b, 5000, false, more, nil), startPaths(b, 5000, true, more, nil)}
 	for _, pa := range pathAttacks() {
 		if strings.HasPrefix(pa.a.name, "reuse/") {
