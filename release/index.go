@@ -298,8 +298,9 @@ func indexSummary(idx *Index) string {
 		float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6))
 }
 
-// columnBuild returns the build of the index of column keyCol.
-func columnBuild(table sql.Table, db, tname, unitCol, keyCol string) (indexBuild, bool) {
+// columnBuild returns the build of the index of column keyCol, which
+// stops when ctx ends.
+func columnBuild(ctx context.Context, table sql.Table, db, tname, unitCol, keyCol string) (indexBuild, bool) {
 	sch := table.Schema()
 	ki := sch.IndexOfColName(keyCol)
 	if ki < 0 {
@@ -308,7 +309,7 @@ func columnBuild(table sql.Table, db, tname, unitCol, keyCol string) (indexBuild
 	kc := sch[ki]
 	keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, tname, kc.Name, kc.Nullable)
 	return func() (any, int64, string, error) {
-		idx, err := buildIndex(sql.NewContext(context.Background()), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits())
+		idx, err := buildIndex(sql.NewContext(ctx), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits())
 		if err != nil {
 			return nil, 0, "", err
 		}
@@ -323,7 +324,7 @@ func (ix *Indexes) column(ctx *sql.Context, key indexKey, version uint64, table 
 	if ix.prebuilt {
 		return ix.lookup(key, version)
 	}
-	build, ok := columnBuild(table, db, tname, unitCol, keyCol)
+	build, ok := columnBuild(context.Background(), table, db, tname, unitCol, keyCol)
 	if !ok {
 		return nil, false
 	}

@@ -63,7 +63,7 @@ func (s *Scan) IndexedCorpus(ctx *sql.Context, ix *Indexes) (_ *ngrams.Corpus, o
 		c, ok = ix.lookup(key, v.Version())
 	} else {
 		name := fmt.Sprintf("%s.%s(n-gram corpus of %s by %s)", key.db, key.table, s.plain[0], s.unitCol)
-		c, ok = ix.get(ctx, key, v.Version(), name, 0, startBuild(corpusBuild(s.src, s.db, s.name, s.unitCol, s.plain[0])))
+		c, ok = ix.get(ctx, key, v.Version(), name, 0, startBuild(corpusBuild(context.Background(), s.src, s.db, s.name, s.unitCol, s.plain[0])))
 	}
 	ix.countCorpus(ok)
 	if !ok {
@@ -77,10 +77,11 @@ func corpusKey(db, name, unitCol, textCol string) indexKey {
 	return indexKey{"", strings.ToLower(db), strings.ToLower(name), strings.ToLower(unitCol), "\x00ngrams\x00" + strings.ToLower(textCol)}
 }
 
-// corpusBuild returns the build of the corpus of textCol.
-func corpusBuild(table sql.Table, db, name, unitCol, textCol string) indexBuild {
+// corpusBuild returns the build of the corpus of textCol, which stops
+// when ctx ends.
+func corpusBuild(ctx context.Context, table sql.Table, db, name, unitCol, textCol string) indexBuild {
 	return func() (any, int64, string, error) {
-		c, err := buildCorpus(table, db, name, unitCol, textCol)
+		c, err := buildCorpus(ctx, table, db, name, unitCol, textCol)
 		if err != nil {
 			return nil, 0, "", err
 		}
@@ -105,8 +106,8 @@ func NewNgramsScan(ctx *sql.Context, db, name string, table sql.Table, unitCol, 
 
 // buildCorpus reads table once, as DP_NGRAMS's scan of the text column,
 // and collects its corpus.
-func buildCorpus(table sql.Table, db, name, unitCol, textCol string) (*ngrams.Corpus, error) {
-	ctx := sql.NewContext(context.Background())
+func buildCorpus(goctx context.Context, table sql.Table, db, name, unitCol, textCol string) (*ngrams.Corpus, error) {
+	ctx := sql.NewContext(goctx)
 	scan, err := NewNgramsScan(ctx, db, name, table, unitCol, textCol)
 	if err != nil {
 		return nil, err

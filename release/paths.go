@@ -194,10 +194,10 @@ func (ix *Indexes) Prebuild(tables []PrebuildTable) {
 				if corpora {
 					j.key = corpusKey(t.DB, t.Name, t.UnitCol, c.Name)
 					j.name = fmt.Sprintf("%s.%s(n-gram corpus of %s by %s)", j.key.db, j.key.table, c.Name, t.UnitCol)
-					j.build = corpusBuild(t.Table, t.DB, t.Name, t.UnitCol, c.Name)
+					j.build = corpusBuild(ctx, t.Table, t.DB, t.Name, t.UnitCol, c.Name)
 				} else {
 					var ok bool
-					if j.build, ok = columnBuild(t.Table, t.DB, t.Name, t.UnitCol, c.Name); !ok {
+					if j.build, ok = columnBuild(ctx, t.Table, t.DB, t.Name, t.UnitCol, c.Name); !ok {
 						continue
 					}
 					j.key = indexKey{"", strings.ToLower(t.DB), strings.ToLower(t.Name), strings.ToLower(t.UnitCol), strings.ToLower(c.Name)}
