@@ -12,9 +12,10 @@ import (
 // attacks of TestIsolation run at ε = 0.001, where both deployments
 // release empty sets: they compare the evaluation's side channels, not the
 // released values. An expression index that holds other values than the
-// scan would give is a difference of values, and whether a release reads
-// the index or scans depends on the data (a kept user's row work against
-// limits.release_row_work, the index's size against its bound). So here
+// scan would give is a difference of values (and, before issue 20,
+// whether a release read the index or scanned depended on the data: a kept
+// user's row work against limits.release_row_work; TestPathsIsolation
+// checks the path now). So here
 // releases are large (ε = 50, every common value is released in both
 // deployments) and every value the victim holds is shared with others:
 // both deployments must release the same rows.

@@ -21,9 +21,15 @@
 //     declares public, bounded, with no protected data in reach; then
 //     Charge records every Request of the statement durably, before any
 //     protected row is read;
-//  3. Scan.Run reads the rows, evaluates them sealed, and calls the sink
-//     with each row that passes the filter; a row whose evaluation fails
-//     is skipped, as a filtered-out row;
+//  3. Scan.Run reads the rows, evaluates them sealed (the filter and the
+//     keys as two programs, each within the row-work bound), and calls
+//     the sink with each row that passes the filter; a row whose
+//     evaluation fails is skipped, as a filtered-out row — or, when the
+//     release's shape allows and a cache holds them, the same pairs come
+//     from a release index or corpus (Indexes: the choice of path depends
+//     on the statement, the table's version and size, the configuration
+//     and the analyst's own history, never on a row's values, and the
+//     output is the scan's; see paths.go);
 //  4. the caller runs the mechanism (package setunion, ngrams) and returns
 //     only the released keys.
 //

@@ -28,9 +28,11 @@ import (
 // privacy unit, the distinct values of a key column — are the same for
 // every release over the same column that reads every row. An Index keeps
 // them, grouped and interned, per (table version, privacy-unit column, key
-// column): built on first use by one scan of the table, then handed to the
-// mechanism by every later release (setunion.NewPreparedBuilder) instead of
-// scanning and grouping the table again.
+// column): built by one scan of the table — on the governed server by the
+// server itself after loading (Prebuild), elsewhere on first use — then
+// handed to the mechanism by every later release
+// (setunion.NewPreparedBuilder) instead of scanning and grouping the table
+// again.
 //
 // Why the output is the same. A release may read an index only when its
 // scan evaluates nothing but, at most, a filter on the privacy unit alone:
@@ -68,22 +70,20 @@ import (
 // expression must be) may read the index of that expression: built by the
 // same sealed program (unit and key, no filter), under a copy of the first
 // session's variables (sealed.Detached) and the release's limits, and
-// kept per canonical key (indexExprKey, "Canonical keys": the analysed
-// tree, with variables replaced by their values by sealed.Resolve, the
-// limits, and the values of the session variables and the date the
-// expression reads — a TIME converted to a date takes today's), so a
-// release reads only an index whose
-// evaluation is its own. Without a
-// filter the two programs are the same, row for row. With a filter on the
-// unit, the scan evaluates filter and key in one program whose row work is
-// bounded as a whole: a row it keeps has key work + filter work within the
-// bound (or less, when the two share a subexpression), and a row it skips
-// for work has key work or key + filter work above it. The index records
-// each user's largest key work, and is read only when, for every kept
-// user, that plus the user's filter work is within the bound: then every
-// recorded row of a kept user passes the scan too, and every row the
-// build skipped (key work over the bound, or a failing key) the scan
-// skips too, so the kept rows are the same. Otherwise the release scans.
+// kept per account (the analyst's own: "Caches and other analysts", in
+// paths.go) and per canonical key (indexExprKey, "Canonical keys" in
+// canon.go: the analysed tree, with variables replaced by their values by
+// sealed.Resolve, the limits, and the values of the session variables and
+// the date the expression reads — a TIME converted to a date takes
+// today's), so a release reads only an index whose evaluation is its own.
+// The scan evaluates its filter and its keys
+// as two programs, each within the row-work bound (Scan.Run), so the keys'
+// program is the same with or without a filter: without one the index
+// build and the scan are the same program, row for row; with a filter on
+// the unit, the filter keeps or drops all of a user's rows together, and
+// the index holds exactly the pairs of the rows that pass the keys'
+// program. The index is then read whenever it exists, and whether it does
+// depends on no row ("No data-dependent choice of path", in paths.go).
 //
 // Key and unit columns must have text or integer types: their MySQL text
 // does not depend on the session (the sealed session copies the analyst's
@@ -95,17 +95,19 @@ import (
 // key strings, and its views prepared for releases (Index.Bytes: 19.6 MiB
 // per million pairs on git_python_ecosystem's words); building it takes
 // about one scan, plus a transient map of the pairs' first rows.
-// Indexes bounds the total; an index that does not fit is not kept and its
-// releases scan. The entry of an expression also counts its text (up to a
-// statement's size) against the expressions' share, kept index or not, so
-// that many long expressions cannot hold memory beyond the bound. A build
-// reads the table once, for a column with no analyst's session, for an
-// expression in a sealed copy of the starting statement's: it runs outside
-// the statement's session (a failure, a panic or an index over the bound
-// is logged for the operator, and the release scans instead), so an
-// analyst sees the same rows and the same errors with or without it; only
-// the time of a release changes, and time is not protected (README, "The
-// privacy guarantee of the server").
+// Indexes bounds the total: columns' indexes and corpora share 3/4 of it
+// (one that does not fit is not kept and its releases scan); expressions'
+// indexes share the rest, divided among the accounts, and each reserves,
+// before its build, a static bound of its size (exprIndexBound) with the
+// text of its key (up to a statement's size), so that neither many long
+// expressions nor large values hold memory beyond the bound, and which
+// index fits or is evicted depends on no row. A build reads the table
+// once, for a column with no analyst's session, for an expression in a
+// sealed copy of the starting statement's: it runs outside the
+// statement's session (a failure or a panic is logged for the operator,
+// and the release scans instead), so an analyst sees the same rows and
+// the same errors with or without it; only the time of a release changes,
+// and the path it takes depends on no row (paths.go).
 
 // DefaultIndexBytes is the default bound of the memory of all release
 // indexes of a server.
@@ -116,31 +118,46 @@ const DefaultIndexBytes = 512 << 20
 type Indexes struct {
 	limit int64
 	logf  func(format string, args ...any)
+	// accounts is the number of accounts among which the expressions'
+	// share is divided (Govern; 1 otherwise); prebuilt is set when the
+	// indexes of columns and the corpora are built by Prebuild only,
+	// never by a release.
+	accounts     int
+	prebuilt     bool
+	stop         context.CancelFunc // ends Prebuild's builds (Close)
+	prebuiltDone chan struct{}      // closed when Prebuild's builds end
 
 	mu       sync.Mutex
-	used     int64
-	clock    int64 // counts uses (indexEntry.used)
-	exprUsed int64 // the part of used that expressions' indexes hold
+	used     int64            // bytes counted against the bounds (reservations for expressions)
+	held     int64            // bytes the kept values hold (Bytes)
+	clock    int64            // counts uses (indexEntry.used)
+	exprUsed map[string]int64 // per account, the part of used its expressions' indexes hold
 	entries  map[indexKey]*indexEntry
-	// building counts the builds of expressions' indexes under way: a
-	// build runs in a goroutine of its own, which the memory guard does not
-	// see (KILL, max_execution_time and a client that left end it with the
-	// statement that started it), so an analyst who sends many
-	// expressions must not start many; beyond maxExprBuilds a release of
-	// a new expression scans instead.
-	building int
+	// building counts, per account, the builds of expressions' indexes
+	// under way: a build runs in a goroutine of its own, which the memory
+	// guard does not see (KILL, max_execution_time and a client that left
+	// end it with the statement that started it), so an analyst who sends
+	// many expressions must not start many; beyond maxExprBuilds a release
+	// of a new expression of the same account scans instead.
+	building map[string]int
+	paths    Paths
 }
 
-// maxExprBuilds bounds the builds of expressions' indexes at once.
+// maxExprBuilds bounds the builds of one account's expressions' indexes
+// at once.
 const maxExprBuilds = 1
 
-type indexKey struct{ db, table, unit, key string } // lower case
+// indexKey names a cached value. account is "" for a column's index and
+// a corpus (the server's own, shared), and the analyst's account for an
+// expression's index (one per account: see "Caches and other analysts").
+type indexKey struct{ account, db, table, unit, key string } // lower case
 
 type indexEntry struct {
 	version uint64
 	done    chan struct{}
 	val     any   // *Index or *ngrams.Corpus; nil when the build failed or did not fit
 	counted int64 // bytes counted in Indexes.used
+	held    int64 // bytes counted in Indexes.held
 	used    int64 // Indexes.clock at the last use, for evicting expressions' indexes
 }
 
@@ -169,17 +186,19 @@ func NewIndexes(limit int64, logf func(format string, args ...any)) *Indexes {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &Indexes{limit: limit, logf: logf, entries: map[indexKey]*indexEntry{}}
+	return &Indexes{limit: limit, logf: logf, accounts: 1, entries: map[indexKey]*indexEntry{},
+		exprUsed: map[string]int64{}, building: map[string]int{}}
 }
 
-// Bytes returns the memory the cached indexes hold.
+// Bytes returns the memory the cached indexes hold (an expression's index
+// counts its real size here, its reservation in the bounds).
 func (ix *Indexes) Bytes() int64 {
 	if ix == nil {
 		return 0
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.used
+	return ix.held
 }
 
 // versioned is a table whose rows never change (storage.Table): Version
@@ -188,13 +207,25 @@ type versioned interface {
 	Version() uint64
 }
 
-// Indexed returns the index of key i of the scan, building it on first use,
-// when the release may read the index instead of the table: the scan has no
-// filter or one on the privacy unit alone (see IndexedPairs), its privacy
-// unit and every key are plain columns of text or integer types, the
-// table's rows never change, and ix holds (or can hold) the index. ok is false otherwise, and when the build failed, did not fit
-// or ctx ended while waiting for it: the release then runs the scan, which
-// gives the same result.
+// Indexed returns the index of key i of the scan when the release reads
+// it instead of the table. Whether it does is decided before any row is
+// read, from the statement, the table's version and size, the
+// configuration and the account's own history, never from the rows (see
+// "No data-dependent choice of path"):
+//
+//   - the shape: the scan has no filter or one on the privacy unit alone
+//     (see IndexedPairs), its privacy unit and every key are plain
+//     columns of text or integer types, or it has one key that is an
+//     indexable expression; the table's rows never change (versioned);
+//   - for a column: the index is there, built by the server itself
+//     (Prebuild) when ix is governed, or built on first use otherwise;
+//   - for an expression: the static bound of its index (exprIndexBound,
+//     from the table's size, the key's type and the limits) fits the
+//     account's quota, and the account builds no other expression's
+//     index at the time.
+//
+// ok is false otherwise, and when ctx ended while waiting for a build: the
+// release then runs the scan, which gives the same result.
 func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool) {
 	if ix == nil || (s.filter >= 0 && s.unitFilter == nil) || s.plain == nil {
 		return nil, false
@@ -215,72 +246,121 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 	if !isVersioned {
 		return nil, false
 	}
-	var key indexKey
-	var name string
-	var start func() indexBuild
-	table, db, tname, unitCol := s.src, s.db, s.name, s.unitCol
-	summary := func(idx *Index) string {
-		return fmt.Sprintf("%d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs)",
-			len(idx.users), len(idx.items), len(idx.ents), float64(idx.bytes)/(1<<20),
-			float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6))
-	}
 	if expr == "" {
-		key = indexKey{strings.ToLower(db), strings.ToLower(tname), strings.ToLower(unitCol), strings.ToLower(s.plain[i])}
-		name = fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, s.plain[i], unitCol)
-		sch := table.Schema()
-		ki := sch.IndexOfColName(s.plain[i])
-		if ki < 0 {
+		key := indexKey{"", strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), strings.ToLower(s.plain[i])}
+		x, ok := ix.column(ctx, key, v.Version(), s.src, s.db, s.name, s.unitCol, s.plain[i])
+		if !ok {
 			return nil, false
 		}
-		kc := sch[ki]
-		keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, tname, kc.Name, kc.Nullable)
-		start = startBuild(func() (any, int64, string, error) {
-			idx, err := buildIndex(sql.NewContext(context.Background()), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits(), false)
+		return x.(*Index), true
+	}
+	// The key's value may depend on the session variables and the day it
+	// reads and on the limits: expr, its canonical key (indexExprKey),
+	// holds them, and the build evaluates under a copy of this session's
+	// variables. And the index is the account's own.
+	key := indexKey{account(ctx), strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), exprKeyPrefix + expr}
+	bound, ok := exprIndexBound(s.src, s.unitCol, s.keyExprs[i].Type(), s.lim)
+	if !ok {
+		return nil, false
+	}
+	name := fmt.Sprintf("%s.%s(%s by %s, account %s)", key.db, key.table, s.keyExprs[i], s.unitCol, key.account)
+	// The build evaluates the analyst's expression on every row: it ends
+	// with the statement that started it (KILL, max_execution_time, a
+	// client that left), like the scan it replaces, and is tried again by
+	// a later release.
+	table, db, tname, unitCol, keyExpr, lim := s.src, s.db, s.name, s.unitCol, s.keyExprs[i], s.lim
+	start := func() indexBuild {
+		// The copy of the session is made now, while the statement waits
+		// for the build, not when the build runs.
+		bctx := sealed.Detached(ctx, lim).WithContext(ctx.Context)
+		return func() (any, int64, string, error) {
+			idx, err := buildIndex(bctx, table, db, tname, unitCol, keyExpr, lim)
 			if err != nil {
 				return nil, 0, "", err
 			}
-			return idx, idx.bytes, summary(idx), nil
-		})
-	} else {
-		// The key's value may depend on the session variables that change
-		// evaluation and on the limits: both are part of the cache key,
-		// and the build evaluates under a copy of this session's variables.
-		// And on the date: an allowed expression can read it (a TIME
-		// taken as a date or DATETIME is today's, as in MySQL:
-		// DATE_FORMAT(TIME(s), '%Y')), so an index serves the day it
-		// was built on only (sql.Now is the clock those conversions read).
-		key = indexKey{strings.ToLower(db), strings.ToLower(tname), strings.ToLower(unitCol), exprKeyPrefix + expr}
-		name = fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, s.keyExprs[i], unitCol)
-		// The build evaluates the analyst's expression on every row: it
-		// ends with the statement that started it (KILL,
-		// max_execution_time, a client that left), like the scan it
-		// replaces, and is tried again by a later release.
-		keyExpr, lim := s.keyExprs[i], s.lim
-		start = func() indexBuild {
-			// The copy of the session is made now, while the statement
-			// waits for the build, not when the build runs.
-			bctx := sealed.Detached(ctx, lim).WithContext(ctx.Context)
-			return func() (any, int64, string, error) {
-				idx, err := buildIndex(bctx, table, db, tname, unitCol, keyExpr, lim, true)
-				if err != nil {
-					return nil, 0, "", err
-				}
-				return idx, idx.bytes, summary(idx), nil
-			}
+			return idx, idx.bytes, indexSummary(idx), nil
 		}
 	}
-	x, ok := ix.get(ctx, key, v.Version(), name, start)
+	x, ok := ix.get(ctx, key, v.Version(), name, bound, start)
 	if !ok {
 		return nil, false
 	}
 	return x.(*Index), true
 }
 
+// indexSummary is the operator's log line of a built index.
+func indexSummary(idx *Index) string {
+	return fmt.Sprintf("%d users, %d values, %d pairs, %.1f MiB (%.1f MiB per million pairs)",
+		len(idx.users), len(idx.items), len(idx.ents), float64(idx.bytes)/(1<<20),
+		float64(idx.bytes)/(1<<20)/max(float64(len(idx.ents))/1e6, 1e-6))
+}
+
+// columnBuild returns the build of the index of column keyCol, which
+// stops when ctx ends.
+func columnBuild(ctx context.Context, table sql.Table, db, tname, unitCol, keyCol string) (indexBuild, bool) {
+	sch := table.Schema()
+	ki := sch.IndexOfColName(keyCol)
+	if ki < 0 {
+		return nil, false
+	}
+	kc := sch[ki]
+	keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, tname, kc.Name, kc.Nullable)
+	return func() (any, int64, string, error) {
+		idx, err := buildIndex(sql.NewContext(ctx), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits())
+		if err != nil {
+			return nil, 0, "", err
+		}
+		return idx, idx.bytes, indexSummary(idx), nil
+	}, true
+}
+
+// column returns the cached index of a column (or corpus) key: when ix is
+// governed, only one that Prebuild has built (never waiting: while it is
+// being built, releases scan), else one built on first use.
+func (ix *Indexes) column(ctx *sql.Context, key indexKey, version uint64, table sql.Table, db, tname, unitCol, keyCol string) (any, bool) {
+	if ix.prebuilt {
+		return ix.lookup(key, version)
+	}
+	build, ok := columnBuild(context.Background(), table, db, tname, unitCol, keyCol)
+	if !ok {
+		return nil, false
+	}
+	name := fmt.Sprintf("%s.%s(%s by %s)", key.db, key.table, keyCol, unitCol)
+	return ix.get(ctx, key, version, name, 0, startBuild(build))
+}
+
+// lookup returns the value of key for the table version if it is built
+// and kept, without waiting or building.
+func (ix *Indexes) lookup(key indexKey, version uint64) (any, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	e := ix.entries[key]
+	if e == nil || e.version != version {
+		return nil, false
+	}
+	select {
+	case <-e.done:
+		return e.val, e.val != nil
+	default:
+		return nil, false
+	}
+}
+
+// account returns the account of ctx's session ("" without one).
+func account(ctx *sql.Context) string {
+	if ctx == nil || ctx.Session == nil {
+		return ""
+	}
+	return ctx.Session.Client().User
+}
+
 // get returns the cached value of key for the table version, starting its
 // build when there is none, and waiting for it; ok is false when the
-// build failed, did not fit, or ctx ended while waiting.
-func (ix *Indexes) get(ctx *sql.Context, key indexKey, version uint64, name string, start func() indexBuild) (any, bool) {
-	e := ix.entry(key, version, name, start)
+// build failed, did not fit, or ctx ended while waiting. reserve is, for
+// an expression's index, the static bound of its bytes, which the entry
+// holds against the account's quota whatever the index's real size.
+func (ix *Indexes) get(ctx *sql.Context, key indexKey, version uint64, name string, reserve int64, start func() indexBuild) (any, bool) {
+	e := ix.entry(key, version, name, reserve, start)
 	if e == nil {
 		return nil, false
 	}
@@ -300,6 +380,12 @@ func (ix *Indexes) get(ctx *sql.Context, key indexKey, version uint64, name stri
 // once per user, in the analyst's session as the scan would per row), in
 // the order of first occurrence among the rows it keeps.
 func (s *Scan) IndexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (*setunion.Prepared, bool) {
+	p, ok := s.indexedPairs(ctx, ix, i, view)
+	ix.count(s, ok)
+	return p, ok
+}
+
+func (s *Scan) indexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (*setunion.Prepared, bool) {
 	x, ok := s.Indexed(ctx, ix, i)
 	if !ok {
 		return nil, false
@@ -307,47 +393,34 @@ func (s *Scan) IndexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (*setuni
 	if s.filter < 0 {
 		return x.Prepared(view), true
 	}
-	keep, keepWork, ok := s.keepUsers(ctx, x)
+	keep, ok := s.keepUsers(ctx, x)
 	if !ok {
-		return nil, false
+		return nil, false // ctx ended: the scan reports it
 	}
-	if x.work != nil {
-		maxWork := s.lim.MaxRowWork
-		if maxWork <= 0 {
-			maxWork = sealed.DefaultLimits().MaxRowWork
-		}
-		// The scan evaluates the filter and the key together, and skips a
-		// row whose work exceeds the limit: the index has the scan's rows
-		// only if no kept user's rows come near it.
-		for u, k := range keep {
-			if k && int64(x.work[u])+int64(keepWork[u]) > int64(maxWork) {
-				return nil, false
-			}
-		}
-	}
+	// Prepare fails only on a malformed grouping (more than 2³² users or
+	// items, which a table of fewer rows cannot give, or a bug): not on
+	// the rows' values.
 	p, err := setunion.Prepare(x.filtered(view, keep))
 	return p, err == nil
 }
 
 // keepUsers evaluates the unit filter for every user of x, as Scan.Run
-// evaluates the filter of a row: a row whose evaluation is skipped, fails,
-// is NULL or false is left out. It also returns each user's work of the
-// filter (sealed.Evaluator.Work).
-func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, []int, bool) {
+// evaluates the filter's program on a row: a row whose evaluation is
+// skipped (its work), fails, is NULL or false is left out. ok is false
+// only when ctx ended.
+func (s *Scan) keepUsers(ctx *sql.Context, x *Index) (keep []bool, ok bool) {
 	ev := s.unitFilter.NewEvaluator(ctx)
 	sctx := ev.Context()
 	row := make(sql.Row, len(s.src.Schema()))
 	typ := s.src.Schema()[s.unitAt].Type
-	keep := make([]bool, len(x.users))
-	work := make([]int, len(x.users))
+	keep = make([]bool, len(x.users))
 	for u, name := range x.users {
 		if u&1023 == 0 && ctx.Err() != nil {
-			return nil, nil, false // the scan reports the cancellation
+			return nil, false // the scan reports the cancellation
 		}
-		v, ok := unitValue(typ, name)
-		if !ok {
-			return nil, nil, false
-		}
+		// A unit's text is its stored value (TEXT) or the decimal text
+		// of its int64 (BIGINT, unitValueType): it parses back, always.
+		v, _ := unitValue(typ, name)
 		row[s.unitAt] = v
 		keep[u] = func() (pass bool) {
 			defer func() {
@@ -355,9 +428,7 @@ func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, []int, bool) {
 					pass = false
 				}
 			}()
-			ok := ev.Row(row)
-			work[u] = ev.Work()
-			if !ok {
+			if !ev.Row(row) {
 				return false
 			}
 			f, ok := ev.Value(0)
@@ -368,7 +439,7 @@ func (s *Scan) keepUsers(ctx *sql.Context, x *Index) ([]bool, []int, bool) {
 			return err == nil && b
 		}()
 	}
-	return keep, work, true
+	return keep, true
 }
 
 // unitValueType reports whether a privacy unit of type t can be given back
@@ -492,8 +563,12 @@ func (x *Index) filtered(view int, keep []bool) setunion.Grouped {
 // entry returns the cache entry of key for the given version, starting its
 // build when there is none (or only one of an older version). It returns
 // nil for a table older than the cached one (a statement still running
-// over a replaced table).
-func (ix *Indexes) entry(key indexKey, version uint64, name string, start func() indexBuild) *indexEntry {
+// over a replaced table), and for an expression's index that may not be
+// built now: its reservation (the static bound of its bytes, with its
+// key's text) exceeds the account's quota, or the account builds another
+// one. Both are decided from the statement, the table's size, the
+// configuration and the account's own history.
+func (ix *Indexes) entry(key indexKey, version uint64, name string, reserve int64, start func() indexBuild) *indexEntry {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	e := ix.entries[key]
@@ -504,26 +579,47 @@ func (ix *Indexes) entry(key indexKey, version uint64, name string, start func()
 		return e
 	case e != nil && e.version > version:
 		return nil
-	case key.evictable() && ix.building >= maxExprBuilds:
+	case key.evictable() && (ix.building[key.account] >= maxExprBuilds || reserve+key.bytes() > ix.quota()):
 		return nil
 	case e != nil:
-		ix.used -= e.counted // a reload: the old rows' index goes
-		if key.evictable() {
-			ix.exprUsed -= e.counted
-		}
-		e.counted = 0
+		ix.release(key, e) // a reload: the old rows' index goes
 	}
 	e = &indexEntry{version: version, done: make(chan struct{})}
-	ix.entries[key] = e
 	if key.evictable() {
-		ix.building++
+		// The expression's index holds its reservation from now on,
+		// whatever it turns out to need: which of the account's indexes
+		// are evicted then depends on its statements only.
+		ix.evict(key, reserve+key.bytes())
+		e.counted = reserve + key.bytes()
+		ix.used += e.counted
+		ix.exprUsed[key.account] += e.counted
+		ix.building[key.account]++
+		ix.clock++
+		e.used = ix.clock
 	}
+	ix.entries[key] = e
 	go ix.build(key, e, name, start())
 	return e
 }
 
+// release gives back the memory e holds; ix.mu is held.
+func (ix *Indexes) release(key indexKey, e *indexEntry) {
+	ix.used -= e.counted
+	ix.held -= e.held
+	e.held = 0
+	if key.evictable() {
+		ix.exprUsed[key.account] -= e.counted
+		if ix.exprUsed[key.account] == 0 {
+			delete(ix.exprUsed, key.account)
+		}
+	}
+	e.counted = 0
+}
+
 // build builds the value of e, outside any statement, and records it if
-// it fits.
+// it fits. An expression's index was reserved its bound (entry): it is
+// kept, and the reservation stays counted; a column's index or a corpus
+// is kept if its size fits the columns' share.
 func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBuild) {
 	defer close(e.done)
 	start := time.Now()
@@ -538,64 +634,43 @@ func (ix *Indexes) build(key indexKey, e *indexEntry, name string, build indexBu
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if key.evictable() {
-		ix.building--
+		if ix.building[key.account]--; ix.building[key.account] <= 0 {
+			delete(ix.building, key.account)
+		}
 	}
 	if ix.entries[key] != e {
-		return // replaced meanwhile
+		return // evicted or replaced meanwhile
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		ix.release(key, e)
 		delete(ix.entries, key) // the statement that started it ended: not a failure
 		ix.logf("release index %s: build stopped with the statement that started it; a later release builds it", name)
 		return
 	}
-	// An expression's entry holds its text (up to a statement's size):
-	// it counts, with the index or alone when the index is not kept.
-	kb := key.bytes()
-	if err == nil && !ix.fits(key, bytes+kb) {
-		ix.evict(key, bytes+kb)
-	}
 	switch {
 	case err != nil:
+		// For an expression, the entry keeps its reservation, and its
+		// releases scan until it is evicted.
 		ix.logf("release index %s: not built (%v); its releases scan the table", name, err)
-		ix.keepRefused(key, e, kb)
-	case !ix.fits(key, bytes+kb):
-		bound := ix.limit
-		if key.evictable() {
-			bound = ix.limit / exprShare
-		}
-		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB (%d MiB in use); its releases scan the table",
-			name, bytes>>20, bound>>20, ix.used>>20)
-		ix.keepRefused(key, e, kb)
+	case key.evictable() && bytes+key.bytes() > e.counted:
+		// exprIndexBound is an upper bound of Index.bytes: unreachable
+		// unless a type lies about its values.
+		ix.logf("release index %s: internal error: %d bytes, more than its bound of %d; its releases scan the table", name, bytes, e.counted)
+	case key.evictable():
+		e.val, e.held = val, bytes+key.bytes()
+		ix.held += e.held
+		ix.logf("release index %s: %s (bound %.1f MiB), built in %v; %.1f MiB of indexes in use",
+			name, summary, float64(e.counted)/(1<<20), time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
+	case !ix.fits(key, bytes):
+		ix.logf("release index %s: %d MiB does not fit the bound of %d MiB for columns and corpora (%d MiB in use); its releases scan the table",
+			name, bytes>>20, ix.columnShare()>>20, ix.used>>20)
 	default:
-		e.val, e.counted = val, bytes+kb
-		ix.used += bytes + kb
-		if key.evictable() {
-			ix.exprUsed += bytes + kb
-		}
+		e.val, e.counted, e.held = val, bytes, bytes
+		ix.used += bytes
+		ix.held += bytes
 		ix.logf("release index %s: %s, built in %v; %.1f MiB of indexes in use",
 			name, summary, time.Since(start).Round(time.Millisecond), float64(ix.used)/(1<<20))
 	}
-}
-
-// keepRefused keeps the entry of an index that was not built or did not
-// fit, so that its releases scan without building it again; ix.mu is
-// held. An expression's entry (any text makes one) counts its text
-// against the expressions' share, and is evicted like an index; when even
-// the text does not fit, the entry goes (a later release builds again).
-func (ix *Indexes) keepRefused(key indexKey, e *indexEntry, kb int64) {
-	if !key.evictable() {
-		return // a column's or corpus's: a few per table
-	}
-	if !ix.fits(key, kb) {
-		ix.evict(key, kb)
-	}
-	if !ix.fits(key, kb) {
-		delete(ix.entries, key)
-		return
-	}
-	e.counted = kb
-	ix.used += kb
-	ix.exprUsed += kb
 }
 
 // bytes is the memory an expression's entry holds besides its index: its
@@ -605,46 +680,53 @@ func (k indexKey) bytes() int64 {
 	if !k.evictable() {
 		return 0
 	}
-	return int64(len(k.db)+len(k.table)+len(k.unit)+len(k.key)) + 160
+	return int64(len(k.account)+len(k.db)+len(k.table)+len(k.unit)+len(k.key)) + 160
 }
 
 // exprShare: the indexes of expressions hold at most 1/exprShare of the
-// bound together. Any text makes one, so an analyst's expressions (with
-// values as large as the evaluation limits allow) could otherwise fill the
-// memory that indexes hold for good; columns' indexes and corpora, a few
-// per table, may use the rest.
+// bound together, divided equally among the accounts (quota). Any text
+// makes one, so an analyst's expressions (with values as large as the
+// evaluation limits allow) could otherwise fill the memory that indexes
+// hold for good; columns' indexes and corpora, a few per table, built by
+// the server, hold the rest (columnShare).
 const exprShare = 4
 
-// fits reports whether bytes more for key fit the bounds; ix.mu is held.
-func (ix *Indexes) fits(key indexKey, bytes int64) bool {
-	return ix.used+bytes <= ix.limit && (!key.evictable() || ix.exprUsed+bytes <= ix.limit/exprShare)
+// quota is one account's share of the memory of expressions' indexes.
+func (ix *Indexes) quota() int64 { return ix.limit / exprShare / int64(max(ix.accounts, 1)) }
+
+// columnShare is the memory columns' indexes and corpora may hold.
+func (ix *Indexes) columnShare() int64 { return ix.limit - ix.limit/exprShare }
+
+// fits reports whether bytes more for a column's index or corpus fit the
+// columns' share; ix.mu is held.
+func (ix *Indexes) fits(_ indexKey, bytes int64) bool {
+	var cols int64 = ix.used
+	for _, n := range ix.exprUsed {
+		cols -= n
+	}
+	return cols+bytes <= ix.columnShare()
 }
 
-// evict drops the least recently used indexes of expressions until bytes
-// more for key fit, if dropping them all would make room; ix.mu is held.
-// A release still reading a dropped index keeps it until it ends.
+// evict drops the least recently used expressions' indexes of key's
+// account until bytes more fit its quota; ix.mu is held. It reads and
+// changes nothing of other accounts. A release still reading a dropped
+// index keeps it until it ends.
 func (ix *Indexes) evict(key indexKey, bytes int64) {
 	var cands []indexKey
-	var free int64
 	for k, e := range ix.entries {
-		if k.evictable() && e.counted > 0 {
+		if k.evictable() && k.account == key.account && e.counted > 0 {
 			cands = append(cands, k)
-			free += e.counted
 		}
-	}
-	if ix.used-free+bytes > ix.limit || key.evictable() && bytes > ix.limit/exprShare {
-		return
 	}
 	slices.SortFunc(cands, func(a, b indexKey) int { return cmp.Compare(ix.entries[a].used, ix.entries[b].used) })
 	for _, k := range cands {
-		if ix.fits(key, bytes) {
+		if ix.exprUsed[key.account]+bytes <= ix.quota() {
 			return
 		}
 		e := ix.entries[k]
-		ix.used -= e.counted
-		ix.exprUsed -= e.counted
-		ix.logf("release index: dropped the least recently used index of an expression (%.1f MiB) to make room", float64(e.counted)/(1<<20))
-		e.counted = 0
+		ix.logf("release index: dropped the least recently used index of an expression of account %s (%.1f MiB reserved) to make room",
+			k.account, float64(e.counted)/(1<<20))
+		ix.release(k, e)
 		delete(ix.entries, k)
 	}
 }
@@ -664,11 +746,7 @@ type Index struct {
 	null    int
 	nullOcc int64
 	nnOrder []uint32
-	// work is, for the index of an expression, each user's largest row
-	// work (sealed.Evaluator.Work) over the rows recorded; nil for a
-	// column, whose reading is no work.
-	work  []uint32
-	bytes int64
+	bytes   int64
 
 	views    [2]setunion.Grouped   // DistinctView, ValueView
 	prepared [2]*setunion.Prepared // the views prepared for releases
@@ -722,7 +800,7 @@ func indexable(t sql.Type) bool {
 // keyExpr (a column, or an expression evaluated under ctx's session and
 // lim) and no filter, and groups its pairs. With work, it records each
 // user's largest row work (Index.work).
-func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, keyExpr sql.Expression, lim sealed.Limits, work bool) (*Index, error) {
+func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, keyExpr sql.Expression, lim sealed.Limits) (*Index, error) {
 	scan, err := NewScan(ctx, db, name, table, unitCol, Expr{}, []Expr{{E: keyExpr, Where: "index key"}}, lim)
 	if err != nil {
 		return nil, err
@@ -741,7 +819,6 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 		itemID    = map[string]uint32{}
 		pairFirst = map[uint64]uint32{}
 		rows      uint32
-		userWork  []uint32
 	)
 	err = scan.Run(ctx, func(row *Row) {
 		v, ok := row.Key(0)
@@ -756,12 +833,6 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 		u, _ := b.UserID(row.Unit())
 		for int(u) >= len(nnSeen) {
 			nnSeen = append(nnSeen, false)
-			if work {
-				userWork = append(userWork, 0)
-			}
-		}
-		if work {
-			userWork[u] = max(userWork[u], uint32(min(row.ev.Work(), math.MaxUint32)))
 		}
 		if v == nil {
 			nullOcc++
@@ -786,7 +857,7 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 		return nil, err
 	}
 	g := b.Grouped()
-	x := &Index{users: g.Users, items: g.Items, occ: g.Occurrences, null: -1, nullOcc: nullOcc, work: userWork}
+	x := &Index{users: g.Users, items: g.Items, occ: g.Occurrences, null: -1, nullOcc: nullOcc}
 	if nullOcc > 0 {
 		x.nnOrder = nnOrder
 		for i, it := range g.Items {
@@ -819,7 +890,7 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 		g.Lists[u] = nil // let the builder's lists go as we copy
 		x.offs[u+1] = uint32(len(x.ents))
 	}
-	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.nnOrder))*4 + int64(len(x.work))*4
+	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.first))*4 + int64(len(x.nnOrder))*4
 	for _, s := range x.users {
 		x.bytes += int64(len(s)) + 16
 	}

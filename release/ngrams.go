@@ -20,8 +20,10 @@ import (
 // protected tables are read-only, the extractor's input — the
 // ngrams.Corpus — is the same for every extraction over the same column,
 // whatever its options: the release index cache keeps it per (table
-// version, privacy-unit column, text column), built on first use by the
-// same scan outside any statement, and every later extraction runs over it
+// version, privacy-unit column, text column), built by the same scan
+// outside any statement — on the governed server by the server itself
+// after loading (Indexes.Prebuild; while it is not built, extractions
+// scan), elsewhere on first use — and every later extraction runs over it
 // (ngrams.NewFromCorpus, which releases exactly what an extractor fed the
 // rows releases for the same random source). A plain column of text or
 // integer type reads the same in every session (see "The release index"),
@@ -55,22 +57,38 @@ func (s *Scan) IndexedCorpus(ctx *sql.Context, ix *Indexes) (_ *ngrams.Corpus, o
 	if !isVersioned {
 		return nil, false
 	}
-	key := indexKey{strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), "\x00ngrams\x00" + strings.ToLower(s.plain[0])}
-	name := fmt.Sprintf("%s.%s(n-gram corpus of %s by %s)", key.db, key.table, s.plain[0], s.unitCol)
-	table, db, tname, unitCol, keyCol := s.src, s.db, s.name, s.unitCol, s.plain[0]
-	c, ok := ix.get(ctx, key, v.Version(), name, startBuild(func() (any, int64, string, error) {
-		c, err := buildCorpus(table, db, tname, unitCol, keyCol)
+	key := corpusKey(s.db, s.name, s.unitCol, s.plain[0])
+	var c any
+	if ix.prebuilt {
+		c, ok = ix.lookup(key, v.Version())
+	} else {
+		name := fmt.Sprintf("%s.%s(n-gram corpus of %s by %s)", key.db, key.table, s.plain[0], s.unitCol)
+		c, ok = ix.get(ctx, key, v.Version(), name, 0, startBuild(corpusBuild(context.Background(), s.src, s.db, s.name, s.unitCol, s.plain[0])))
+	}
+	ix.countCorpus(ok)
+	if !ok {
+		return nil, false
+	}
+	return c.(*ngrams.Corpus), true
+}
+
+// corpusKey is the cache key of the corpus of textCol.
+func corpusKey(db, name, unitCol, textCol string) indexKey {
+	return indexKey{"", strings.ToLower(db), strings.ToLower(name), strings.ToLower(unitCol), "\x00ngrams\x00" + strings.ToLower(textCol)}
+}
+
+// corpusBuild returns the build of the corpus of textCol, which stops
+// when ctx ends.
+func corpusBuild(ctx context.Context, table sql.Table, db, name, unitCol, textCol string) indexBuild {
+	return func() (any, int64, string, error) {
+		c, err := buildCorpus(ctx, table, db, name, unitCol, textCol)
 		if err != nil {
 			return nil, 0, "", err
 		}
 		st := c.Stats()
 		return c, c.Bytes(), fmt.Sprintf("%d users, %d rows, %d tokens, %d distinct, %.1f MiB",
 			st.Users, st.Rows, st.Tokens, st.DistinctTokens, float64(c.Bytes())/(1<<20)), nil
-	}))
-	if !ok {
-		return nil, false
 	}
-	return c.(*ngrams.Corpus), true
 }
 
 // NewNgramsScan compiles DP_NGRAMS's scan of db.name: the privacy unit
@@ -88,8 +106,8 @@ func NewNgramsScan(ctx *sql.Context, db, name string, table sql.Table, unitCol, 
 
 // buildCorpus reads table once, as DP_NGRAMS's scan of the text column,
 // and collects its corpus.
-func buildCorpus(table sql.Table, db, name, unitCol, textCol string) (*ngrams.Corpus, error) {
-	ctx := sql.NewContext(context.Background())
+func buildCorpus(goctx context.Context, table sql.Table, db, name, unitCol, textCol string) (*ngrams.Corpus, error) {
+	ctx := sql.NewContext(goctx)
 	scan, err := NewNgramsScan(ctx, db, name, table, unitCol, textCol)
 	if err != nil {
 		return nil, err

@@ -27,11 +27,14 @@ type Expr struct {
 type Scan struct {
 	db, name string
 	table    sql.Table
-	prog     *sealed.Program
-	unit     int // program index of the privacy unit
-	filter   int // program index of the filter; -1 without one
-	keys     []int
-	spec     string
+	prog     *sealed.Program // the privacy unit and the keys
+	unit     int             // program index of the privacy unit
+	// fprog is the filter, compiled as a program of its own (nil without
+	// one): its row work is bounded apart from the keys' (see Run).
+	fprog  *sealed.Program
+	filter int // index of the filter among the scan's expressions (Spec); -1 without one
+	keys   []int
+	spec   string
 	// For the release index (Indexed): the table as the provider served
 	// it, the privacy-unit column, and per key the column it reads when
 	// it is a plain column of an indexable type ("" otherwise); plain is
@@ -132,6 +135,24 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 		return nil, err
 	}
 	s.table = table
+	// The operators of all expressions together stay within
+	// Limits.MaxNodes, as when they were one program.
+	if _, err := sealed.Compile(ctx, exprs, ncols, lim); err != nil {
+		return nil, ErrNotAllowed(db, name, "release", err)
+	}
+	if s.filter >= 0 {
+		// The filter is a program of its own, bounded on its own: the
+		// keys' program is the same with or without it, so an index of
+		// the keys built without a filter holds exactly the pairs the
+		// filtered scan keeps of the users it keeps (Indexed).
+		if s.fprog, err = sealed.Compile(ctx, exprs[s.filter:s.filter+1], ncols, lim); err != nil {
+			return nil, ErrNotAllowed(db, name, filter.Where, err)
+		}
+		exprs = slices.Delete(slices.Clone(exprs), s.filter, s.filter+1)
+		for i := range s.keys {
+			s.keys[i]--
+		}
+	}
 	s.prog, err = sealed.Compile(ctx, exprs, ncols, lim)
 	if err != nil {
 		return nil, ErrNotAllowed(db, name, "release", err)
@@ -277,14 +298,25 @@ func (r *Row) KeyText(i int) (b []byte, ok bool) {
 func (r *Row) Context() *sql.Context { return r.ev.Context() }
 
 // Run reads every row of the table under a release context, evaluates the
-// program sealed, and calls sink with every row that passes the filter and
+// programs sealed, and calls sink with every row that passes the filter and
 // whose privacy unit is neither NULL nor empty. Rows whose evaluation fails
 // or panics are skipped. It checks ctx for cancellation every few hundred
 // rows; errors are those of the table's iterator and of cancellation, never
 // of the evaluation.
+//
+// The filter and the keys are two programs, each evaluated on every row
+// (eagerly: a filtered-out row costs the keys' work too) and each within
+// Limits.MaxRowWork: a row is kept when the filter's program stays within
+// the bound and gives true, and the keys' program stays within the bound.
+// So whether a row's keys are kept does not depend on the filter's work,
+// nor whether its filter passes on the keys' work.
 func (s *Scan) Run(ctx *sql.Context, sink func(*Row)) error {
 	ev := s.prog.NewEvaluator(ctx)
 	sctx := ev.Context()
+	var fev *sealed.Evaluator
+	if s.fprog != nil {
+		fev = s.fprog.NewEvaluator(ctx)
+	}
 	r := &Row{ev: ev, s: s, texters: make([]*Texter, len(s.keys))}
 	for i, k := range s.keys {
 		r.texters[i] = NewTexter(s.prog.Type(k))
@@ -293,15 +325,16 @@ func (s *Scan) Run(ctx *sql.Context, sink func(*Row)) error {
 	var ubuf []byte
 	each := func(row sql.Row) {
 		defer func() { _ = recover() }() // a panic skips the row
-		if !ev.Row(row) {
+		pass := fev == nil || fev.Row(row)
+		if !ev.Row(row) || !pass {
 			return
 		}
-		if s.filter >= 0 {
-			v, ok := ev.Value(s.filter)
+		if fev != nil {
+			v, ok := fev.Value(0)
 			if !ok || v == nil {
 				return
 			}
-			b, err := sql.ConvertToBool(sctx, v)
+			b, err := sql.ConvertToBool(fev.Context(), v)
 			if err != nil || !b {
 				return
 			}

@@ -232,6 +232,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 		indexes = release.NewIndexes(n, lockedLog(logw))
 		popts = append(popts, planner.WithIndexes(indexes))
 		fcfg.Indexes = indexes
+		prebuildIndexes(indexes, p, len(cfg.Accounts.Analysts), protected)
 	}
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
@@ -458,6 +459,7 @@ func (s *Governed) Shutdown(timeout time.Duration) (canceled int, err error) {
 	sd := &s.shutdown
 	sd.once.Do(func() {
 		sd.canceled, sd.err = s.srv.Shutdown(timeout)
+		s.indexes.Close()
 		s.gov.Close()
 		// The engine reports its background threads' context.Canceled.
 		if err := s.engine.Close(); sd.err == nil && !errors.Is(err, context.Canceled) {
