@@ -1,0 +1,600 @@
+package server
+
+// Loading, reloading and refreshing datasets.
+//
+// Every dataset of the configuration is loaded at start; an administrator's
+// SELECT * FROM DP_RELOAD('db.table'), and a dataset's refresh: period,
+// load it again. A reload builds the new table beside the one being served
+// and swaps it in at once (storage.Database.ReplaceTable): a statement
+// resolves its tables when it starts, and a table never changes once built,
+// so releases in flight finish on the snapshot they started on. A reload
+// that fails changes nothing: the old snapshot stays served, the failure is
+// logged and shown in DP_DATASETS(), administrators' view of every dataset.
+//
+// A dataset read from a database (config.Source) that fails to load at
+// start does not stop the server: the others are served, the table is
+// absent until a refresh or DP_RELOAD loads it, and the error is logged and
+// shown in DP_DATASETS().
+//
+// Load generations (the version that reuse keys carry) are recorded at
+// every load: see loadSource and docs/privacy.md, "Load generations".
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/server/config"
+	"github.com/dpsql/dpsql/server/governance"
+	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+)
+
+// datasets holds the state of every configured dataset.
+type datasets struct {
+	p        *storage.Provider
+	log      func(format string, args ...any)
+	progress io.Writer
+	memLimit uint64
+	gov      *governance.Governor // set once the governor exists
+
+	mu      sync.Mutex
+	all     []*dataset
+	closing bool
+	loads   sync.WaitGroup // reloads running
+	stop    chan struct{}
+	loops   sync.WaitGroup // refresh loops
+}
+
+// dataset is one dataset and what its last loads did.
+type dataset struct {
+	cfg  config.Dataset
+	load sync.Mutex // one load of a dataset at a time
+
+	// Guarded by datasets.mu.
+	rows       int
+	loadedAt   time.Time
+	generation string
+	digest     string
+	lastError  string
+	errorAt    time.Time
+	loaded     bool
+}
+
+func newDatasets(p *storage.Provider, logw io.Writer, memLimit uint64) *datasets {
+	return &datasets{p: p, log: lockedLog(logw), progress: logw, memLimit: memLimit, stop: make(chan struct{})}
+}
+
+// find returns the dataset called db.table (case-insensitive).
+func (ds *datasets) find(name string) (*dataset, bool) {
+	db, tbl, ok := strings.Cut(name, ".")
+	if !ok {
+		return nil, false
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	for _, d := range ds.all {
+		if strings.EqualFold(d.cfg.Database, db) && strings.EqualFold(d.cfg.Table, tbl) {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// loaded is a table built by a load, not yet served.
+type loaded struct {
+	table  *storage.Table
+	info   storage.LoadInfo
+	source string // the generation's source description
+	digest string
+}
+
+// loadInitial loads a dataset at start. It returns the description of its
+// source for the load generation. A database dataset that fails is logged
+// and left out (ok false, err nil); a file that fails stops the start.
+func (ds *datasets) loadInitial(cfg config.Dataset) (source string, ok bool, err error) {
+	d := &dataset{cfg: cfg}
+	ds.mu.Lock()
+	ds.all = append(ds.all, d)
+	ds.mu.Unlock()
+	db, found := ds.p.Lookup(cfg.Database)
+	if !found {
+		db = storage.NewDatabase(cfg.Database)
+		if err := ds.p.AddDatabase(db); err != nil {
+			return "", false, err
+		}
+	}
+	l, err := ds.build(context.Background(), cfg)
+	if err != nil {
+		if cfg.Source == nil {
+			return "", false, err
+		}
+		ds.failed(d, err, "dataset %s was NOT loaded: %v; the server serves the other datasets; fix the source, then run SELECT * FROM DP_RELOAD('%s') as an administrator%s",
+			cfg.QualifiedName(), err, cfg.QualifiedName(), refreshNote(cfg))
+		return "", false, nil
+	}
+	if err := db.AddTable(l.table); err != nil {
+		return "", false, err
+	}
+	ds.succeeded(d, l, "")
+	return l.source, true, nil
+}
+
+func refreshNote(cfg config.Dataset) string {
+	if cfg.Refresh > 0 {
+		return fmt.Sprintf(" (or wait for the next refresh, every %v)", cfg.Refresh)
+	}
+	return ""
+}
+
+// start records the governor, the generations of the initial loads, and
+// starts the refresh loops.
+func (ds *datasets) start(gov *governance.Governor) {
+	ds.mu.Lock()
+	ds.gov = gov
+	all := slices.Clone(ds.all)
+	for _, d := range all {
+		if d.loaded {
+			d.generation = gov.Generation(d.cfg.Database, d.cfg.Table)
+		}
+	}
+	ds.mu.Unlock()
+	for _, d := range all {
+		if d.cfg.Refresh > 0 {
+			ds.loops.Add(1)
+			go ds.refreshLoop(d)
+		}
+	}
+}
+
+// close stops the refresh loops and waits for reloads running.
+func (ds *datasets) close() {
+	ds.mu.Lock()
+	if ds.closing {
+		ds.mu.Unlock()
+		return
+	}
+	ds.closing = true
+	close(ds.stop)
+	ds.mu.Unlock()
+	ds.loops.Wait()
+	ds.loads.Wait()
+}
+
+func (ds *datasets) refreshLoop(d *dataset) {
+	defer ds.loops.Done()
+	t := time.NewTicker(d.cfg.Refresh)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-ds.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-ds.stop:
+			return
+		case <-t.C:
+			_ = ds.reload(ctx, d, "refresh") // logged and shown in DP_DATASETS
+		}
+	}
+}
+
+// reload loads d again and swaps the new table in; on failure the old one
+// stays served. why is "refresh" or "DP_RELOAD by USER".
+func (ds *datasets) reload(ctx context.Context, d *dataset, why string) error {
+	ds.mu.Lock()
+	if ds.closing {
+		ds.mu.Unlock()
+		return errors.New("the server is shutting down: nothing is reloaded")
+	}
+	ds.loads.Add(1)
+	gov := ds.gov
+	ds.mu.Unlock()
+	defer ds.loads.Done()
+
+	d.load.Lock()
+	defer d.load.Unlock()
+	cfg := d.cfg
+	l, err := ds.build(ctx, cfg)
+	if err == nil && cfg.Protected() {
+		var gen uint64
+		if gen, err = gov.Reloaded(cfg.Database, cfg.Table, l.source); err == nil {
+			l.source = fmt.Sprintf("generation %d", gen)
+		}
+	}
+	if err != nil {
+		ds.mu.Lock()
+		was := "nothing (it was never loaded)"
+		if d.loaded {
+			was = fmt.Sprintf("the snapshot loaded at %s (%d rows, %s)", d.loadedAt.UTC().Format(time.RFC3339), d.rows, cmpString(d.generation, "public"))
+		}
+		ds.mu.Unlock()
+		ds.failed(d, err, "%s of %s failed: %v; still serving %s", why, cfg.QualifiedName(), err, was)
+		return err
+	}
+	db, _ := ds.p.Lookup(cfg.Database)
+	t := l.table
+	if cfg.Protected() {
+		t = t.WithRowCounts(storage.HiddenCounts).WithScanGuard(release.ScanGuard(gov, db.Name(), t.Name()))
+	}
+	db.ReplaceTable(t)
+	ds.succeeded(d, l, gov.Generation(cfg.Database, cfg.Table))
+	ds.log("%s of %s: %d rows in %.1fs, %s", why, cfg.QualifiedName(), l.info.Rows, l.info.Duration.Seconds(), cmpString(gov.Generation(cfg.Database, cfg.Table), "public"))
+	return nil
+}
+
+func (ds *datasets) failed(d *dataset, err error, format string, args ...any) {
+	ds.mu.Lock()
+	d.lastError = err.Error()
+	d.errorAt = time.Now()
+	ds.mu.Unlock()
+	ds.log("ERROR "+format, args...)
+}
+
+func (ds *datasets) succeeded(d *dataset, l *loaded, generation string) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d.loaded = true
+	d.rows = l.info.Rows
+	d.loadedAt = time.Now()
+	d.digest = l.digest
+	d.generation = generation
+	d.lastError = ""
+	d.errorAt = time.Time{}
+}
+
+// build loads a dataset into a new table (not served yet) and describes its
+// source for the load generation.
+func (ds *datasets) build(ctx context.Context, cfg config.Dataset) (*loaded, error) {
+	var source string
+	if cfg.Protected() && cfg.Generation != config.GenerationContent {
+		var err error
+		if source, err = loadSource(cfg); err != nil { // before the rows are read
+			return nil, err
+		}
+	}
+	var (
+		t    *storage.Table
+		info storage.LoadInfo
+		err  error
+	)
+	if cfg.Source != nil {
+		t, info, err = ds.buildDB(ctx, cfg)
+	} else {
+		t, info, err = buildFile(cfg, ds.progress)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := &loaded{table: t, info: info, source: source, digest: storage.Digest(t)}
+	if cfg.Protected() && cfg.Generation == config.GenerationContent {
+		l.source = "content sha256 " + l.digest
+	}
+	cols := make([]string, len(info.Columns))
+	for i, c := range info.Columns {
+		cols[i] = c.Name + " " + c.Type.String()
+	}
+	what := "public"
+	if cfg.Protected() {
+		what = "protected, privacy unit " + cfg.PrivacyUnit
+		if !slices.ContainsFunc(info.Columns, func(c storage.Column) bool { return strings.EqualFold(c.Name, cfg.PrivacyUnit) }) {
+			return nil, fmt.Errorf("dataset %s: privacy unit %s is not a column of the source (it has %s): fix privacy_unit or the source", cfg.QualifiedName(), cfg.PrivacyUnit, strings.Join(cols, ", "))
+		}
+	}
+	ds.log("loaded %s(%s) from %s: %d rows in %.1fs (%s)", cfg.QualifiedName(), strings.Join(cols, ", "), describe(cfg), info.Rows, info.Duration.Seconds(), what)
+	return l, nil
+}
+
+// describe names a dataset's source without secrets.
+func describe(cfg config.Dataset) string {
+	if cfg.Source != nil {
+		return cfg.Source.Describe()
+	}
+	return cfg.File
+}
+
+// loadSource describes where a dataset's rows come from, for its load
+// generation under generation: source (the default), never reading a row:
+// a file's configuration and identity (datasetSource); a database source's
+// configuration (its DSN left out) and the time of this load — a database
+// has no identity that changes only when an administrator acts, so every
+// load of one is a new generation.
+func loadSource(cfg config.Dataset) (string, error) {
+	if cfg.Source == nil {
+		return datasetSource(cfg)
+	}
+	js, err := json.Marshal(struct {
+		D config.Dataset
+		S config.Source
+	}{cfg, config.Source{Driver: cfg.Source.Driver, Table: cfg.Source.Table, Query: cfg.Source.Query}})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("dataset %s; database load at %s", js, time.Now().UTC().Format(time.RFC3339Nano)), nil
+}
+
+// buildDB reads a database dataset.
+func (ds *datasets) buildDB(ctx context.Context, cfg config.Dataset) (*storage.Table, storage.LoadInfo, error) {
+	s := cfg.Source
+	fail := func(err error) (*storage.Table, storage.LoadInfo, error) {
+		return nil, storage.LoadInfo{}, fmt.Errorf("dataset %s: %w", cfg.QualifiedName(), err)
+	}
+	dsn, err := s.DSN()
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", s.Describe(), err))
+	}
+	var cols []storage.DBColumn
+	for _, c := range cfg.Columns {
+		t, err := StorageType(c.Type)
+		if err != nil {
+			return fail(fmt.Errorf("column %s: %w", c.Name, err))
+		}
+		cols = append(cols, storage.DBColumn{Name: c.Name, Source: c.Source, Type: t})
+	}
+	t, info, err := storage.LoadDB(ctx, cfg.Table, storage.DBSource{Driver: s.Driver, DSN: dsn, Table: s.Table, Query: s.Query, Describe: s.Describe()},
+		storage.DBLoadOptions{
+			Columns:  cols,
+			Progress: ds.progress,
+			Label:    fmt.Sprintf("%s (%s)", cfg.QualifiedName(), s.Describe()),
+			Comment:  tableComment(cfg),
+			Check:    ds.memoryCheck,
+		})
+	if err != nil {
+		return fail(err)
+	}
+	return t, info, nil
+}
+
+// memoryCheck stops a load that would take the process past its memory
+// limit (limits.max_memory_bytes): while a dataset is reloaded the old
+// snapshot is still served, so a reload needs room for both.
+func (ds *datasets) memoryCheck(int64) error {
+	if ds.memLimit == 0 {
+		return nil
+	}
+	used := memoryInUse()
+	if used <= ds.memLimit {
+		return nil
+	}
+	runtime.GC()
+	if used = memoryInUse(); used <= ds.memLimit {
+		return nil
+	}
+	return fmt.Errorf("out of memory: the process holds %d MiB, more than limits.max_memory_bytes (%d MiB); "+
+		"raise the limit (a reload needs room for the old and the new snapshot), or load fewer rows or columns (source.query, columns:)", used>>20, ds.memLimit>>20)
+}
+
+// buildFile reads a file dataset (as loadDataset did before reloads).
+func buildFile(d config.Dataset, logw io.Writer) (*storage.Table, storage.LoadInfo, error) {
+	specs := make([]storage.ColumnSpec, len(d.Columns))
+	for i, c := range d.Columns {
+		t, err := StorageType(c.Type)
+		if err != nil {
+			return nil, storage.LoadInfo{}, fmt.Errorf("dataset %s: column %s: %w", d.QualifiedName(), c.Name, err)
+		}
+		specs[i] = storage.ColumnSpec{Name: c.Name, Type: t, Typed: true}
+	}
+	src, err := tabfile.OpenSource(d.File, d.SourceOptions())
+	if err != nil {
+		return nil, storage.LoadInfo{}, fmt.Errorf("dataset %s: %w", d.QualifiedName(), err)
+	}
+	defer src.Close()
+	t, info, err := storage.Load(d.Table, src, storage.LoadOptions{
+		Columns:  specs,
+		Header:   storage.HeaderNo, // tabfile skips the header row itself
+		Progress: logw,
+		Label:    fmt.Sprintf("%s (%s)", d.QualifiedName(), d.File),
+		Comment:  tableComment(d),
+	})
+	if err != nil {
+		return nil, storage.LoadInfo{}, fmt.Errorf("dataset %s: %w", d.QualifiedName(), err)
+	}
+	return t, info, nil
+}
+
+func tableComment(d config.Dataset) string {
+	if d.Protected() {
+		return fmt.Sprintf("dpsql: protected table, privacy unit %s: analysts obtain differentially private releases only", d.PrivacyUnit)
+	}
+	return "dpsql: public table"
+}
+
+func cmpString(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// DP_RELOAD and DP_DATASETS.
+
+const (
+	// ReloadName is the SQL name of the reload table function.
+	ReloadName = "dp_reload"
+	// DatasetsName is the SQL name of administrators' view of the datasets.
+	DatasetsName = "dp_datasets"
+)
+
+// DatasetsSchema is the schema of DP_DATASETS() and DP_RELOAD(…).
+func DatasetsSchema() sql.Schema {
+	col := func(name string, t sql.Type) *sql.Column {
+		return &sql.Column{Name: name, Type: t, Nullable: true, Source: DatasetsName}
+	}
+	return sql.Schema{
+		col("database_name", types.LongText),
+		col("table_name", types.LongText),
+		col("source", types.LongText),
+		col("protection", types.LongText),
+		col("refresh", types.LongText),
+		col("row_count", types.Int64),
+		col("loaded_at", types.DatetimeMaxPrecision),
+		col("generation", types.LongText),
+		col("content_sha256", types.LongText),
+		col("last_error", types.LongText),
+		col("last_error_at", types.DatetimeMaxPrecision),
+	}
+}
+
+// rows returns DP_DATASETS()'s rows, one per dataset, or of one dataset.
+func (ds *datasets) rows(only *dataset) []sql.Row {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	var out []sql.Row
+	for _, d := range ds.all {
+		if only != nil && d != only {
+			continue
+		}
+		var rows, loadedAt, gen, digest, lastErr, errAt, refresh any
+		if d.loaded {
+			rows, loadedAt, digest = int64(d.rows), d.loadedAt.UTC(), d.digest
+			if d.generation != "" {
+				gen = d.generation
+			}
+		}
+		if d.lastError != "" {
+			lastErr, errAt = d.lastError, d.errorAt.UTC()
+		}
+		if d.cfg.Refresh > 0 {
+			refresh = d.cfg.Refresh.String()
+		}
+		protection := "public"
+		if d.cfg.Protected() {
+			protection = "privacy unit " + d.cfg.PrivacyUnit + ", generation: " + string(d.cfg.Generation)
+		}
+		out = append(out, sql.Row{d.cfg.Database, d.cfg.Table, describe(d.cfg), protection, refresh, rows, loadedAt, gen, digest, lastErr, errAt})
+	}
+	return out
+}
+
+// adminOnly refuses a non-administrator with MySQL's 1142.
+func adminOnly(ctx *sql.Context, gov *governance.Governor, what string) error {
+	if gov.SessionRole(ctx) == governance.Admin {
+		return nil
+	}
+	return mysql.NewSQLError(1142, "42000", "%s is refused for '%s': only administrators reload datasets or see their sources", what, governance.User(ctx))
+}
+
+// datasetsFunction is DP_DATASETS() (no argument) or DP_RELOAD('db.table').
+type datasetsFunction struct {
+	ds     *datasets
+	gov    *governance.Governor
+	reload bool
+	db     sql.Database
+	arg    sql.Expression
+}
+
+var (
+	_ sql.TableFunction = (*datasetsFunction)(nil)
+	_ sql.ExecSourceRel = (*datasetsFunction)(nil)
+)
+
+func (n *datasetsFunction) Name() string {
+	if n.reload {
+		return ReloadName
+	}
+	return DatasetsName
+}
+
+func (n *datasetsFunction) Description() string {
+	if n.reload {
+		return "loads a dataset again (administrators)"
+	}
+	return "every dataset's source, rows, load time, generation and last error (administrators)"
+}
+
+func (n *datasetsFunction) NewInstance(_ *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
+	switch {
+	case n.reload && (len(args) != 1 || !functions.IsConstant(args[0])):
+		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
+			"Incorrect parameter count in the call to DP_RELOAD: it takes one constant string, the dataset: DP_RELOAD('shop.orders')")
+	case !n.reload && len(args) != 0:
+		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
+			"Incorrect parameter count in the call to DP_DATASETS: it takes no arguments; filter with WHERE table_name = '…'")
+	}
+	nn := *n
+	nn.db = db
+	if len(args) == 1 {
+		nn.arg = args[0]
+	}
+	return &nn, nil
+}
+
+func (n *datasetsFunction) Resolved() bool         { return n.arg == nil || n.arg.Resolved() }
+func (n *datasetsFunction) IsReadOnly() bool       { return true }
+func (n *datasetsFunction) Schema() sql.Schema     { return DatasetsSchema() }
+func (n *datasetsFunction) Children() []sql.Node   { return nil }
+func (n *datasetsFunction) String() string         { return strings.ToUpper(n.Name()) + "()" }
+func (n *datasetsFunction) Database() sql.Database { return n.db }
+
+func (n *datasetsFunction) Expressions() []sql.Expression {
+	if n.arg == nil {
+		return nil
+	}
+	return []sql.Expression{n.arg}
+}
+
+func (n *datasetsFunction) WithChildren(children ...sql.Node) (sql.Node, error) {
+	if len(children) != 0 {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
+	}
+	return n, nil
+}
+
+func (n *datasetsFunction) WithExpressions(exprs ...sql.Expression) (sql.Node, error) {
+	if len(exprs) != len(n.Expressions()) {
+		return nil, sql.ErrInvalidChildrenNumber.New(n, len(exprs), len(n.Expressions()))
+	}
+	nn := *n
+	if len(exprs) == 1 {
+		nn.arg = exprs[0]
+	}
+	return &nn, nil
+}
+
+func (n *datasetsFunction) WithDatabase(db sql.Database) (sql.Node, error) {
+	nn := *n
+	nn.db = db
+	return &nn, nil
+}
+
+// RowIter implements sql.ExecSourceRel.
+func (n *datasetsFunction) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
+	if !n.reload {
+		if err := adminOnly(ctx, n.gov, "DP_DATASETS"); err != nil {
+			return nil, err
+		}
+		return sql.RowsToRowIter(n.ds.rows(nil)...), nil
+	}
+	if err := adminOnly(ctx, n.gov, "DP_RELOAD"); err != nil {
+		return nil, err
+	}
+	v, err := n.arg.Eval(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	name, _ := v.(string)
+	d, ok := n.ds.find(strings.TrimSpace(name))
+	if !ok {
+		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSClientError,
+			"DP_RELOAD: no dataset %q: name one of the configuration as 'database.table' (SELECT * FROM DP_DATASETS() lists them)", name)
+	}
+	if err := n.ds.reload(ctx, d, "DP_RELOAD by "+governance.User(ctx)); err != nil {
+		return nil, mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "DP_RELOAD('%s') failed, and the previous snapshot is still served: %v", name, err)
+	}
+	return sql.RowsToRowIter(n.ds.rows(d)...), nil
+}
