@@ -49,7 +49,9 @@ type Server struct {
 }
 
 // BadPasswordDSN returns the DSN with a wrong password.
-func (s *Server) BadPasswordDSN() string { return strings.Replace(s.DSN, Password, "wrong-"+Password, 1) }
+func (s *Server) BadPasswordDSN() string {
+	return strings.Replace(s.DSN, Password, "wrong-"+Password, 1)
+}
 
 // Exec runs statements as the administrator, failing the test on error.
 func (s *Server) Exec(t testing.TB, stmts ...string) {
