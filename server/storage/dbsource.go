@@ -108,9 +108,15 @@ func LoadDB(ctx context.Context, name string, src DBSource, opts DBLoadOptions) 
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 
+	// Connect within the timeout (the transaction lives on the
+	// connection the ping opened: at most one is open).
 	cctx, cancel := context.WithTimeout(ctx, cmpDuration(opts.ConnectTimeout, 30*time.Second))
-	tx, err := db.BeginTx(cctx, &dbsql.TxOptions{Isolation: dbsql.LevelRepeatableRead, ReadOnly: true})
+	err = db.PingContext(cctx)
 	cancel()
+	if err != nil {
+		return nil, LoadInfo{}, fmt.Errorf("%s: cannot connect: %v%s", src.Describe, err, hint(err, 0))
+	}
+	tx, err := db.BeginTx(ctx, &dbsql.TxOptions{Isolation: dbsql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, LoadInfo{}, fmt.Errorf("%s: cannot start a read-only transaction: %v%s", src.Describe, err, hint(err, 0))
 	}
