@@ -117,14 +117,18 @@ func (ds *datasets) loadInitial(cfg config.Dataset) (source string, ok bool, err
 			return "", false, err
 		}
 	}
-	l, err := ds.build(context.Background(), cfg)
+	source, err = generationSource(cfg)
+	var l *loaded
+	if err == nil {
+		l, err = ds.build(context.Background(), cfg, source)
+	}
 	if err != nil {
 		if cfg.Source == nil {
 			return "", false, err
 		}
 		ds.failed(d, err, "dataset %s was NOT loaded: %v; the server serves the other datasets; fix the source, then run SELECT * FROM DP_RELOAD('%s') as an administrator%s",
 			cfg.QualifiedName(), err, cfg.QualifiedName(), refreshNote(cfg))
-		return "", false, nil
+		return source, false, nil
 	}
 	if err := db.AddTable(l.table); err != nil {
 		return "", false, err
@@ -210,12 +214,27 @@ func (ds *datasets) reload(ctx context.Context, d *dataset, why string) error {
 	d.load.Lock()
 	defer d.load.Unlock()
 	cfg := d.cfg
-	l, err := ds.build(ctx, cfg)
-	if err == nil && cfg.Protected() {
-		var gen uint64
-		if gen, err = gov.Reloaded(cfg.Database, cfg.Table, l.source); err == nil {
-			l.source = fmt.Sprintf("generation %d", gen)
+	source, err := generationSource(cfg)
+	var l *loaded
+	if err == nil {
+		l, err = ds.build(ctx, cfg, source)
+	}
+	if cfg.Protected() && (err == nil || source != "") {
+		// Under generation: source a reload attempt is a new generation
+		// whether or not it succeeds (the description, taken before the
+		// rows were read, decides), so that whether releases stay
+		// reusable never tells whether a load failed — which can depend
+		// on one row (a value its column cannot hold).
+		desc := source
+		if err == nil {
+			desc = l.source
 		}
+		if _, gerr := gov.Reloaded(cfg.Database, cfg.Table, desc); gerr != nil && err == nil {
+			err = gerr
+		}
+		ds.mu.Lock()
+		d.generation = gov.Generation(cfg.Database, cfg.Table)
+		ds.mu.Unlock()
 	}
 	if err != nil {
 		ds.mu.Lock()
@@ -258,16 +277,20 @@ func (ds *datasets) succeeded(d *dataset, l *loaded, generation string) {
 	d.errorAt = time.Time{}
 }
 
-// build loads a dataset into a new table (not served yet) and describes its
-// source for the load generation.
-func (ds *datasets) build(ctx context.Context, cfg config.Dataset) (*loaded, error) {
-	var source string
-	if cfg.Protected() && cfg.Generation != config.GenerationContent {
-		var err error
-		if source, err = loadSource(cfg); err != nil { // before the rows are read
-			return nil, err
-		}
+// generationSource describes a protected dataset's source for its load
+// generation before its rows are read (loadSource), "" for a public one or
+// under generation: content (build then derives it from the rows).
+func generationSource(cfg config.Dataset) (string, error) {
+	if !cfg.Protected() || cfg.Generation == config.GenerationContent {
+		return "", nil
 	}
+	return loadSource(cfg)
+}
+
+// build loads a dataset into a new table (not served yet); its source
+// description for the load generation is source, or under generation:
+// content the digest of the rows.
+func (ds *datasets) build(ctx context.Context, cfg config.Dataset, source string) (*loaded, error) {
 	var (
 		t    *storage.Table
 		info storage.LoadInfo

@@ -6,6 +6,7 @@ import (
 	dbsql "database/sql"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -64,6 +65,7 @@ func newSourceDeployment(t *testing.T) *sourceDeployment {
 	d.my.Exec(t, create, "INSERT INTO orders VALUES "+ordersRows(1, 400))
 	d.pg.Exec(t, create, "INSERT INTO orders VALUES "+ordersRows(1, 400))
 	t.Setenv("DPSQL_TEST_MYSQL_DSN", d.my.DSN)
+	os.Unsetenv("DPSQL_TEST_UNSET_DSN")
 	write(t, filepath.Join(d.dir, "pg.dsn"), d.pg.DSN+"\n")
 	write(t, filepath.Join(d.dir, "visits.tsv"), "1\t/a\n2\t/b\n")
 	hash := func(pw string) string {
@@ -97,6 +99,14 @@ datasets:
   - database: shop
     table: broken
     source: {driver: mysql, dsn_env: DPSQL_TEST_MYSQL_DSN, table: nosuch}
+    privacy_unit: user_id
+  - database: shop
+    table: broken_env
+    source: {driver: mysql, dsn_env: DPSQL_TEST_UNSET_DSN, table: orders}
+    public: true
+  - database: shop
+    table: broken_type
+    source: {driver: mysql, dsn_env: DPSQL_TEST_MYSQL_DSN, query: "SELECT user_id, POINT(1, 2) AS p FROM orders"}
     privacy_unit: user_id
   - database: shop
     table: visits
@@ -200,6 +210,14 @@ func TestDatabaseSources(t *testing.T) {
 	// The broken dataset: logged, shown, absent; the others serve.
 	if log := d.log.String(); !strings.Contains(log, "ERROR dataset shop.broken was NOT loaded") || !strings.Contains(log, "no such table") {
 		t.Errorf("log of a missing source table:\n%s", log)
+	}
+	for table, want := range map[string]string{
+		"broken_env":  "environment variable DPSQL_TEST_UNSET_DSN is unset or empty",
+		"broken_type": "column p has type",
+	} {
+		if _, _, e := datasetRow(t, admin, table); !strings.Contains(e.String, want) {
+			t.Errorf("DP_DATASETS last_error of %s: %q, want %q", table, e.String, want)
+		}
 	}
 	if strings.Contains(d.log.String(), testdb.Password) {
 		t.Errorf("the log shows a DSN's password")
@@ -324,6 +342,15 @@ func TestDatabaseSources(t *testing.T) {
 	}
 	if n := count(t, admin, "orders_c"); n != 810 {
 		t.Errorf("orders_c after a failed reload: %d rows, want the old snapshot's 810", n)
+	}
+	// Under generation: source the failed attempt is a new generation all
+	// the same: reuse does not tell whether a load failed.
+	genS, _, _ = datasetRow(t, admin, "orders")
+	if reload(admin, "orders") == nil {
+		t.Errorf("reload of orders from a source that is down succeeded")
+	}
+	if g, _, _ := datasetRow(t, admin, "orders"); g == genS {
+		t.Errorf("failed reload under generation: source kept generation %v", g)
 	}
 	if _, _, e := datasetRow(t, admin, "orders_c"); !e.Valid {
 		t.Errorf("DP_DATASETS shows no error after a failed reload")

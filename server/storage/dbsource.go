@@ -421,6 +421,9 @@ func hint(err error, rows int64) string {
 	if errors.As(err, &ce) {
 		return " (cannot connect: check the DSN's host, port, user and password)"
 	}
+	if strings.Contains(err.Error(), "cannot parse") {
+		return " (fix the DSN)"
+	}
 	if strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "conn closed") {
 		return lost(rows)
 	}

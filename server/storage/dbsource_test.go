@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,24 @@ func TestLoadDBErrors(t *testing.T) {
 				t.Errorf("bad DSN: %v", err)
 			}
 			t.Logf("bad DSN: %v", err)
+
+			// A Check error (the server's memory guard) stops the load.
+			gen := "SELECT seq, REPEAT('x', 40) FROM seq_1_to_300000"
+			if s.Driver == "postgres" {
+				gen = "SELECT n, REPEAT('x', 40) FROM generate_series(1, 300000) AS n"
+			}
+			s.Exec(t, "CREATE TABLE big (user_id BIGINT, pad VARCHAR(64))", "INSERT INTO big "+gen)
+			src := storage.DBSource{Driver: s.Driver, DSN: s.DSN, Table: "big", Describe: s.Driver + " table big"}
+			_, _, err = storage.LoadDB(context.Background(), "big", src, storage.DBLoadOptions{Check: func(int64) error { return errors.New("out of memory: test") }})
+			if err == nil || !strings.Contains(err.Error(), "stopped after 65536 rows: out of memory") {
+				t.Errorf("load stopped by Check: %v", err)
+			}
+			// The connection is lost mid-load (the server is killed).
+			_, _, err = storage.LoadDB(context.Background(), "big", src, storage.DBLoadOptions{Check: func(int64) error { s.Kill(); return nil }})
+			if err == nil || !strings.Contains(err.Error(), "connection to the source was lost after") {
+				t.Errorf("load whose source died: %v", err)
+			}
+			t.Logf("source killed mid-load: %v", err)
 		})
 	}
 }
