@@ -337,18 +337,36 @@ func describe(cfg config.Dataset) string {
 // configuration (its DSN left out) and the time of this load — a database
 // has no identity that changes only when an administrator acts, so every
 // load of one is a new generation.
+//
+// Under generation: config the description is the configuration alone.
 func loadSource(cfg config.Dataset) (string, error) {
+	if cfg.Generation == config.GenerationConfig {
+		js, err := json.Marshal(struct {
+			D config.Dataset
+			S *config.Source
+		}{cfg, redactedSource(cfg.Source)})
+		return "configuration " + string(js), err
+	}
 	if cfg.Source == nil {
 		return datasetSource(cfg)
 	}
 	js, err := json.Marshal(struct {
 		D config.Dataset
-		S config.Source
-	}{cfg, config.Source{Driver: cfg.Source.Driver, Table: cfg.Source.Table, Query: cfg.Source.Query}})
+		S *config.Source
+	}{cfg, redactedSource(cfg.Source)})
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("dataset %s; database load at %s", js, time.Now().UTC().Format(time.RFC3339Nano)), nil
+}
+
+// redactedSource is what of a source describes its rows: the driver and the
+// table or query, not where the DSN is read from.
+func redactedSource(s *config.Source) *config.Source {
+	if s == nil {
+		return nil
+	}
+	return &config.Source{Driver: s.Driver, Table: s.Table, Query: s.Query}
 }
 
 // buildDB reads a database dataset.

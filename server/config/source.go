@@ -47,6 +47,12 @@ const (
 	// because of what the rows hold; a database source has no identity
 	// but its configuration, so every load of one is a new generation.
 	GenerationSource Generation = "source"
+	// GenerationConfig: the generation changes only when the dataset's
+	// configuration does: restarts, refreshes and rewritten files keep the
+	// stored releases reusable, so an analyst may be answered from a
+	// release of an older snapshot, up to reuse.window after it was made.
+	// Data-independent, like the default; it trades freshness for budget.
+	GenerationConfig Generation = "config"
 	// GenerationContent: the generation is derived from a digest of the
 	// loaded schema and rows, so a load with identical content keeps the
 	// stored releases reusable. It tells analysts whether a reload changed
@@ -98,9 +104,9 @@ func (v *validator) validateSource(d *Dataset, p func(...any) []any, what string
 	switch d.Generation {
 	case "":
 		d.Generation = GenerationSource
-	case GenerationSource, GenerationContent:
+	case GenerationSource, GenerationConfig, GenerationContent:
 	default:
-		v.errorf(p("generation"), "%s: generation %q: write source (the default) or content", what, d.Generation)
+		v.errorf(p("generation"), "%s: generation %q: write source (the default), config or content", what, d.Generation)
 	}
 	s := d.Source
 	if s == nil {
