@@ -17,7 +17,7 @@ package server
 // shown in DP_DATASETS().
 //
 // Load generations (the version that reuse keys carry) are recorded at
-// every load: see loadSource and docs/privacy.md, "Load generations".
+// every load: see loadSource and docs/privacy.md §13.
 
 import (
 	"context"

@@ -57,7 +57,7 @@ const (
 	// loaded schema and rows, so a load with identical content keeps the
 	// stored releases reusable. It tells analysts whether a reload changed
 	// the table (one bit per load outside differential privacy; see
-	// docs/privacy.md, "Load generations"): an administrator opts in.
+	// docs/privacy.md §13): an administrator opts in.
 	GenerationContent Generation = "content"
 )
 

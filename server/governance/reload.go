@@ -25,7 +25,7 @@ func (g *Governor) version(database, table string) (string, bool) {
 // rows it read, so a later identical request may be answered with a
 // release of the previous load. That costs freshness, not privacy: the key
 // depends on no row (the description never reads the data unless the
-// administrator chose generation: content, docs/privacy.md), and a
+// administrator chose generation: content, docs/privacy.md §13), and a
 // stored release is post-processing of an output already sent.
 func (g *Governor) Reloaded(database, table, source string) (uint64, error) {
 	unit, ok := g.PrivacyUnit(database, table)
