@@ -91,6 +91,17 @@ datasets:
     privacy_unit: user_id
     generation: content
   - database: shop
+    table: orders_k
+    source: {driver: mysql, dsn_env: DPSQL_TEST_MYSQL_DSN, table: orders}
+    privacy_unit: user_id
+    generation: config
+  - database: shop
+    table: visits_c
+    file: visits.tsv
+    columns: [{name: user_id, type: BIGINT}, {name: url, type: TEXT}]
+    privacy_unit: user_id
+    generation: content
+  - database: shop
     table: pg_orders
     source: {driver: postgres, dsn_file: pg.dsn, query: "SELECT user_id, item, amount FROM orders"}
     privacy_unit: user_id
@@ -269,7 +280,7 @@ func TestDatabaseSources(t *testing.T) {
 		}
 		return spent(t, alice) > before
 	}
-	for _, tbl := range []string{"orders", "orders_c"} {
+	for _, tbl := range []string{"orders", "orders_c", "orders_k"} {
 		if !charged(tbl) {
 			t.Errorf("first release over %s not charged", tbl)
 		}
@@ -320,6 +331,55 @@ func TestDatabaseSources(t *testing.T) {
 	}
 	if n := count(t, admin, "orders"); n != 800 {
 		t.Errorf("orders, not reloaded, has %d rows, want the old snapshot's 800", n)
+	}
+	// generation: config keeps the generation and the reuse across a
+	// reload that changed the rows: the answer is the older snapshot's.
+	genK, _, _ := datasetRow(t, admin, "orders_k")
+	if err := reload(admin, "orders_k"); err != nil {
+		t.Fatal(err)
+	}
+	if g, _, _ := datasetRow(t, admin, "orders_k"); g != genK || count(t, admin, "orders_k") != 810 {
+		t.Errorf("orders_k after a reload of changed rows: generation %v (was %v), %d rows", g, genK, count(t, admin, "orders_k"))
+	}
+	if charged("orders_k") {
+		t.Errorf("release after a reload under generation: config charged")
+	}
+
+	// Files: rewriting the same bytes keeps a content generation, not the
+	// default one (the file's identity changed).
+	genF, _, _ := datasetRow(t, admin, "visits")
+	genFC, _, _ := datasetRow(t, admin, "visits_c")
+	time.Sleep(10 * time.Millisecond) // a later modification time
+	write(t, filepath.Join(d.dir, "visits.tsv"), "1\t/a\n2\t/b\n")
+	for _, tbl := range []string{"visits", "visits_c"} {
+		if err := reload(admin, tbl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, _, _ := datasetRow(t, admin, "visits_c"); g != genFC {
+		t.Errorf("identical file under generation: content: %v, was %v", g, genFC)
+	}
+	if g, _, _ := datasetRow(t, admin, "visits"); g == genF {
+		t.Errorf("rewritten file under generation: source kept %v", g)
+	}
+
+	// A restart on identical content keeps orders_c's generation and its
+	// stored release; orders (generation: source) starts a new one.
+	genC, _, _ = datasetRow(t, admin, "orders_c")
+	genS, _, _ = datasetRow(t, admin, "orders")
+	charged("orders_c") // the first release under the current generation, stored
+	if _, err := s.Shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s, admin, alice = d.start(t)
+	if g, _, _ := datasetRow(t, admin, "orders_c"); g != genC {
+		t.Errorf("restart on identical content (generation: content): %v, was %v", g, genC)
+	}
+	if g, _, _ := datasetRow(t, admin, "orders"); g == genS {
+		t.Errorf("restart under generation: source kept %v", g)
+	}
+	if charged("orders_c") {
+		t.Errorf("release after a restart on identical content charged")
 	}
 
 	// The periodic refresh of pg_orders picks a change up.
