@@ -164,6 +164,13 @@ func (ds *datasets) start(gov *governance.Governor) {
 	}
 }
 
+// started reports whether start was called (the server serves).
+func (ds *datasets) started() bool {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	return ds.gov != nil
+}
+
 // close stops the refresh loops and waits for reloads running.
 func (ds *datasets) close() {
 	ds.mu.Lock()
@@ -253,6 +260,11 @@ func (ds *datasets) reload(ctx context.Context, d *dataset, why string) error {
 	}
 	db.ReplaceTable(t)
 	ds.succeeded(d, l, gov.Generation(cfg.Database, cfg.Table))
+	if used := memoryInUse(); ds.memLimit > 0 && used > ds.memLimit/10*8 {
+		ds.log("WARNING: after the %s of %s the process holds %d MiB, more than 80%% of limits.max_memory_bytes (%d MiB): "+
+			"analysts' statements may be stopped with error 1041, and the next reload may not fit; raise the limit or serve less data",
+			why, cfg.QualifiedName(), used>>20, ds.memLimit>>20)
+	}
 	ds.log("%s of %s: %d rows in %.1fs, %s", why, cfg.QualifiedName(), l.info.Rows, l.info.Duration.Seconds(), cmpString(gov.Generation(cfg.Database, cfg.Table), "public"))
 	return nil
 }
@@ -299,7 +311,13 @@ func (ds *datasets) build(ctx context.Context, cfg config.Dataset, source string
 	if cfg.Source != nil {
 		t, info, err = ds.buildDB(ctx, cfg)
 	} else {
-		t, info, err = buildFile(cfg, ds.progress)
+		// Files loaded at start are checked once, after every dataset is
+		// loaded (NewGoverned's warning), as before reloads existed.
+		var check func(int64) error
+		if ds.started() {
+			check = ds.memoryCheck
+		}
+		t, info, err = buildFile(cfg, ds.progress, check)
 	}
 	if err != nil {
 		return nil, err
@@ -421,7 +439,7 @@ func (ds *datasets) memoryCheck(int64) error {
 }
 
 // buildFile reads a file dataset (as loadDataset did before reloads).
-func buildFile(d config.Dataset, logw io.Writer) (*storage.Table, storage.LoadInfo, error) {
+func buildFile(d config.Dataset, logw io.Writer, check func(int64) error) (*storage.Table, storage.LoadInfo, error) {
 	specs := make([]storage.ColumnSpec, len(d.Columns))
 	for i, c := range d.Columns {
 		t, err := StorageType(c.Type)
@@ -441,6 +459,7 @@ func buildFile(d config.Dataset, logw io.Writer) (*storage.Table, storage.LoadIn
 		Progress: logw,
 		Label:    fmt.Sprintf("%s (%s)", d.QualifiedName(), d.File),
 		Comment:  tableComment(d),
+		Check:    check,
 	})
 	if err != nil {
 		return nil, storage.LoadInfo{}, fmt.Errorf("dataset %s: %w", d.QualifiedName(), err)
