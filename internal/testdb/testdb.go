@@ -42,6 +42,8 @@ type Server struct {
 	// Admin is a connection pool with every privilege, for the test's
 	// setup (CREATE TABLE, INSERT…) in database shop.
 	Admin *dbsql.DB
+	// AdminDSN is Admin's DSN (the superuser, database shop).
+	AdminDSN string
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -214,7 +216,8 @@ func MariaDB(t testing.TB) *Server {
 			t.Fatalf("MariaDB: %s: %v", q, err)
 		}
 	}
-	admin, err := dbsql.Open("mysql", "root@unix("+sock+")/shop?multiStatements=true")
+	s.AdminDSN = "root@unix(" + sock + ")/shop"
+	admin, err := dbsql.Open("mysql", s.AdminDSN+"?multiStatements=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +300,8 @@ func PostgreSQL(t testing.TB) *Server {
 			t.Fatalf("PostgreSQL: %s: %v", q, err)
 		}
 	}
-	admin, err := dbsql.Open("pgx", strings.Replace(super, "/postgres?", "/shop?", 1))
+	s.AdminDSN = strings.Replace(super, "/postgres?", "/shop?", 1)
+	admin, err := dbsql.Open("pgx", s.AdminDSN)
 	if err != nil {
 		t.Fatal(err)
 	}

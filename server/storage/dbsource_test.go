@@ -92,6 +92,26 @@ func TestLoadDBTypes(t *testing.T) {
 				t.Errorf(`row 2 (text \N, NULLs, empty text): %#v`, r)
 			}
 
+			// The load runs in a read-only transaction (a write fails) at
+			// REPEATABLE READ, as the source itself reports it (PostgreSQL;
+			// MariaDB shows a transaction's level nowhere a SELECT reads).
+			if s.Driver == "mysql" {
+				s.Exec(t, "CREATE TABLE writes (x INT)", "CREATE FUNCTION write_one() RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO writes VALUES (1); RETURN 1; END")
+				_, _, err := storage.LoadDB(context.Background(), "w", storage.DBSource{Driver: s.Driver, DSN: s.AdminDSN, Query: "SELECT write_one() AS x", Describe: "w"}, storage.DBLoadOptions{})
+				if err == nil || !strings.Contains(err.Error(), "READ ONLY") {
+					t.Errorf("a write inside a load: %v, want MariaDB's refusal in a READ ONLY transaction", err)
+				}
+			} else {
+				q := "SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro"
+				tx, _, err := storage.LoadDB(context.Background(), "tx", storage.DBSource{Driver: s.Driver, DSN: s.DSN, Query: q, Describe: "tx"}, storage.DBLoadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := rowsOf(t, tx); len(got) != 1 || got[0][0] != "repeatable read" || got[0][1] != "on" {
+					t.Errorf("transaction of a load: %v, want repeatable read, read-only", got)
+				}
+			}
+
 			// The whole table has a column dpsql cannot type.
 			src = storage.DBSource{Driver: s.Driver, DSN: s.DSN, Table: "orders", Describe: s.Driver + " table orders"}
 			_, _, err = storage.LoadDB(context.Background(), "orders", src, storage.DBLoadOptions{})
