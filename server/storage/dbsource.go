@@ -352,10 +352,7 @@ func convert(v any, t Type, srcType string) (any, error) {
 		}
 		return x, nil
 	case []byte:
-		if t == Text {
-			return x, nil
-		}
-		return string(x), nil // parsed by ColumnBuilder.Append
+		return x, nil // stored, or parsed as text, by ColumnBuilder.Append
 	case string:
 		return x, nil
 	}

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +270,30 @@ func TestReplaceTableKeepsRunningScans(t *testing.T) {
 	now, _ := db.Table("t")
 	if got := len(rowsOf(t, now)); got != 5 {
 		t.Errorf("a later statement reads %d rows, want the new snapshot's 5", got)
+	}
+}
+
+// BenchmarkLoadDB loads 1M rows (BIGINT user, VARCHAR item, DOUBLE
+// amount, DATETIME) from MariaDB and PostgreSQL:
+//
+//	go test -run '^$' -bench BenchmarkLoadDB -benchtime 1x ./server/storage
+func BenchmarkLoadDB(b *testing.B) {
+	const n = 1_000_000
+	for _, start := range []func(testing.TB) *testdb.Server{testdb.MariaDB, testdb.PostgreSQL} {
+		s := start(b)
+		gen := fmt.Sprintf("SELECT seq, CONCAT('item', seq %% 1000), seq / 7, TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq SECOND FROM seq_1_to_%d", n)
+		if s.Driver == "postgres" {
+			gen = fmt.Sprintf("SELECT n, 'item' || (n %% 1000), n / 7.0, TIMESTAMP '2024-01-01' + n * INTERVAL '1 second' FROM generate_series(1, %d) AS n", n)
+		}
+		s.Exec(b, "CREATE TABLE big (user_id BIGINT, item VARCHAR(32), amount DOUBLE PRECISION, at TIMESTAMP)", "INSERT INTO big "+gen)
+		b.Run(s.Driver, func(b *testing.B) {
+			for b.Loop() {
+				_, info, err := storage.LoadDB(context.Background(), "big", storage.DBSource{Driver: s.Driver, DSN: s.DSN, Table: "big", Describe: "big"}, storage.DBLoadOptions{})
+				if err != nil || info.Rows != n {
+					b.Fatal(info.Rows, err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
 	}
 }
