@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -112,6 +113,9 @@ func (ds *datasets) loadInitial(cfg config.Dataset) (source string, ok bool, err
 			return "", false, err
 		}
 	}
+	if w := dsnFileWarning(cfg); w != "" {
+		ds.log("%s", w)
+	}
 	source, err = generationSource(cfg)
 	var l *loaded
 	if err == nil {
@@ -130,6 +134,20 @@ func (ds *datasets) loadInitial(cfg config.Dataset) (source string, ok bool, err
 	}
 	ds.succeeded(d, l, "")
 	return l.source, true, nil
+}
+
+// dsnFileWarning warns when a dataset's DSN file, which holds a password,
+// is readable or writable by other users than its owner.
+func dsnFileWarning(cfg config.Dataset) string {
+	if cfg.Source == nil || cfg.Source.DSNFile == "" {
+		return ""
+	}
+	fi, err := os.Stat(cfg.Source.DSNFile)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("WARNING: dataset %s: the DSN file %s holds a password and other users may read it (mode %04o): chmod 600 it",
+		cfg.QualifiedName(), cfg.Source.DSNFile, fi.Mode().Perm())
 }
 
 func refreshNote(cfg config.Dataset) string {
