@@ -125,6 +125,7 @@ type Indexes struct {
 	accounts     int
 	prebuilt     bool
 	stop         context.CancelFunc // ends Prebuild's builds (Close)
+	stopCtx      context.Context    // the context of every Prebuild's builds
 	prebuiltDone chan struct{}      // closed when Prebuild's builds end
 
 	mu       sync.Mutex

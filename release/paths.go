@@ -164,10 +164,16 @@ func (ix *Indexes) Prebuild(tables []PrebuildTable) {
 	if ix == nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// One context for every Prebuild of ix (the load's, then each
+	// reload's): Close ends them all, and a Prebuild after Close builds
+	// nothing.
 	done := make(chan struct{})
 	ix.mu.Lock()
-	ix.stop, ix.prebuiltDone = cancel, done
+	if ix.stopCtx == nil {
+		ix.stopCtx, ix.stop = context.WithCancel(context.Background())
+	}
+	ctx := ix.stopCtx
+	ix.prebuiltDone = done
 	ix.mu.Unlock()
 	type job struct {
 		key   indexKey
@@ -227,7 +233,7 @@ func (ix *Indexes) Prebuild(tables []PrebuildTable) {
 	}()
 }
 
-// Prebuilt returns a channel closed once Prebuild's builds have ended
+// Prebuilt returns a channel closed once the last Prebuild's builds have ended
 // (closed at once without Prebuild): for tests, which compare paths once
 // the server's own caches are warm.
 func (ix *Indexes) Prebuilt() <-chan struct{} {

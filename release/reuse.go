@@ -32,8 +32,9 @@ import (
 // evaluation reads: see "Canonical keys" in canon.go; the mechanism's
 // options), never from a row,
 // and the governor adds the scope, the table's configuration and its load
-// generation (a counter, never a content hash: see server/ledger's
-// reuse.go).
+// generation (a counter, never a content hash unless an administrator opts
+// into generation: content: see server/ledger's reuse.go and
+// docs/privacy.md §14).
 //
 // The stored form is the release's core output (Released): the encoded keys
 // a set-union mechanism released, the key and noisy values of each released

@@ -41,7 +41,6 @@ import (
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/setunion"
-	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
 // ConnReadTimeout is the connection read timeout of the governed server:
@@ -94,6 +93,8 @@ type Governed struct {
 	log    io.Writer
 	// indexes are the release indexes (nil: none).
 	indexes *release.Indexes
+	// datasets reloads and refreshes the datasets (reload.go).
+	datasets *datasets
 	// globals holds the global system variables the server set (the
 	// configured dp_* defaults, secure_file_priv) as they were before, for
 	// Shutdown to restore: they are the process's, not the server's.
@@ -162,19 +163,26 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	}
 	protected := slices.Clone(o.Protected)
 	var public []governance.PublicTable
-	for _, d := range cfg.Datasets {
-		var source string
-		if d.Protected() {
-			// Before the file is read (see datasetSource).
-			if source, err = datasetSource(d); err != nil {
-				return nil, err
-			}
+	lim := serverLimits(cfg.Limits)
+	ds := newDatasets(p, logw, uint64(max(lim.MaxMemoryBytes, 0)))
+	defer func() {
+		if err != nil {
+			ds.close()
 		}
-		if err := loadDataset(p, d, logw); err != nil {
+	}()
+	absent := map[string]bool{}
+	for _, d := range cfg.Datasets {
+		source, ok, err := ds.loadInitial(d) // reload.go
+		if err != nil {
 			return nil, err
 		}
 		if d.Protected() {
+			// A database dataset that failed to load is protected all the
+			// same: it appears when a reload loads it.
 			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit, Source: source})
+			if !ok {
+				absent[d.QualifiedName()] = true
+			}
 		} else if d.Public {
 			public = append(public, governance.PublicTable{Database: d.Database, Table: d.Table})
 		}
@@ -203,17 +211,20 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 		return nil, err
 	}
 	for _, t := range protected {
+		if absent[t.Database+"."+t.Table] {
+			continue
+		}
 		if err := protect(p, gov, t); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.RegisterTableFunction(governance.BudgetFunction(gov), governance.AuditFunction(gov)); err != nil {
+	if err := p.RegisterTableFunction(governance.BudgetFunction(gov), governance.AuditFunction(gov),
+		&datasetsFunction{ds: ds, gov: gov}, &datasetsFunction{ds: ds, gov: gov, reload: true}); err != nil {
 		return nil, err
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
 	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
-	lim := serverLimits(cfg.Limits)
 	if used := memoryInUse(); lim.MaxMemoryBytes > 0 && used > uint64(lim.MaxMemoryBytes)/10*8 {
 		// The memory guard would stop analysts' statements all the time.
 		fmt.Fprintf(logw, "WARNING: the loaded data already takes %d MiB, more than 80%% of limits.max_memory_bytes (%d MiB): "+
@@ -233,6 +244,9 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 		popts = append(popts, planner.WithIndexes(indexes))
 		fcfg.Indexes = indexes
 		prebuildIndexes(indexes, p, len(cfg.Accounts.Analysts), protected)
+		ds.swapped = func(db, table, unit string, t sql.Table) {
+			indexes.Prebuild([]release.PrebuildTable{{DB: db, Name: table, Table: t, UnitCol: unit}})
+		}
 	}
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
@@ -348,7 +362,8 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Governed{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw, indexes: indexes, globals: globals}, nil
+	ds.start(gov)
+	return &Governed{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw, indexes: indexes, globals: globals, datasets: ds}, nil
 }
 
 // loginHint is what a refused login without TLS is told (for every user
@@ -459,6 +474,7 @@ func (s *Governed) Shutdown(timeout time.Duration) (canceled int, err error) {
 	sd := &s.shutdown
 	sd.once.Do(func() {
 		sd.canceled, sd.err = s.srv.Shutdown(timeout)
+		s.datasets.close() // before the ledger: a reload records a generation
 		s.indexes.Close()
 		s.gov.Close()
 		// The engine reports its background threads' context.Canceled.
@@ -471,58 +487,6 @@ func (s *Governed) Shutdown(timeout time.Duration) (canceled int, err error) {
 		restoreGlobals(s.globals)
 	})
 	return sd.canceled, sd.err
-}
-
-// loadDataset loads one dataset of the configuration into p.
-func loadDataset(p *storage.Provider, d config.Dataset, logw io.Writer) error {
-	db, ok := p.Lookup(d.Database)
-	if !ok {
-		db = storage.NewDatabase(d.Database)
-		if err := p.AddDatabase(db); err != nil {
-			return err
-		}
-	}
-	specs := make([]storage.ColumnSpec, len(d.Columns))
-	for i, c := range d.Columns {
-		t, err := StorageType(c.Type)
-		if err != nil {
-			return fmt.Errorf("dataset %s: column %s: %w", d.QualifiedName(), c.Name, err)
-		}
-		specs[i] = storage.ColumnSpec{Name: c.Name, Type: t, Typed: true}
-	}
-	src, err := tabfile.OpenSource(d.File, d.SourceOptions())
-	if err != nil {
-		return fmt.Errorf("dataset %s: %w", d.QualifiedName(), err)
-	}
-	defer src.Close()
-	comment := "dpsql: public table"
-	if d.Protected() {
-		comment = fmt.Sprintf("dpsql: protected table, privacy unit %s: analysts obtain differentially private releases only", d.PrivacyUnit)
-	}
-	t, info, err := storage.Load(d.Table, src, storage.LoadOptions{
-		Columns:  specs,
-		Header:   storage.HeaderNo, // tabfile skips the header row itself
-		Progress: logw,
-		Label:    fmt.Sprintf("%s (%s)", d.QualifiedName(), d.File),
-		Comment:  comment,
-	})
-	if err != nil {
-		return fmt.Errorf("dataset %s: %w", d.QualifiedName(), err)
-	}
-	if err := db.AddTable(t); err != nil {
-		return err
-	}
-	cols := make([]string, len(info.Columns))
-	for i, c := range info.Columns {
-		cols[i] = c.Name + " " + c.Type.String()
-	}
-	what := "public"
-	if d.Protected() {
-		what = "protected, privacy unit " + d.PrivacyUnit
-	}
-	fmt.Fprintf(logw, "loaded %s(%s) from %s: %d rows in %.1fs (%s)\n",
-		d.QualifiedName(), strings.Join(cols, ", "), d.File, info.Rows, info.Duration.Seconds(), what)
-	return nil
 }
 
 // StorageType maps a configured SQL column type to the column store's:

@@ -276,6 +276,15 @@ type Dataset struct {
 	// Public marks an unprotected table analysts may read without DP. A
 	// dataset must set exactly one of PrivacyUnit and Public.
 	Public bool `yaml:"public"`
+	// Source, instead of File, reads the table from a database (source.go).
+	// It, Refresh and Generation are left out of the JSON that describes
+	// a file dataset's load generation (server's datasetSource), which
+	// therefore stays what it was before they existed.
+	Source *Source `yaml:"source" json:"-"`
+	// Refresh, when positive, reloads the dataset that often (source.go).
+	Refresh time.Duration `yaml:"refresh" json:"-"`
+	// Generation is how loads decide the load generation (source.go).
+	Generation Generation `yaml:"generation" json:"-"`
 }
 
 // Protected reports whether the table is protected (has a privacy unit).
@@ -495,7 +504,7 @@ func decodeError(name string, err error) error {
 var configTypes = map[string]reflect.Type{}
 
 func init() {
-	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}, Reuse{}} {
+	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Source{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}, Reuse{}} {
 		t := reflect.TypeOf(v)
 		configTypes[t.String()] = t
 	}
@@ -679,8 +688,11 @@ func (v *validator) validate(c *Config, dir string) {
 		}
 		tables[key] = i
 
+		if v.validateSource(d, p, what, resolve, protectedDB) {
+			continue
+		}
 		if d.File == "" {
-			v.errorf(p(), "%s: file is required (the CSV, TSV, JSON lines or Parquet file to load)", what)
+			v.errorf(p(), "%s: file is required (the CSV, TSV, JSON lines or Parquet file to load), or source: to read a database", what)
 		}
 		d.File = resolve(d.File)
 		if d.Format == "" {
@@ -888,6 +900,9 @@ func (v *validator) release(p []any, what string, r *Release) {
 func (c *Config) CheckFiles() error {
 	var errs []error
 	for _, d := range c.Datasets {
+		if d.Source != nil {
+			continue // read at load (source.go)
+		}
 		st, err := os.Stat(d.File)
 		switch {
 		case err != nil:

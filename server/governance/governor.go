@@ -156,7 +156,8 @@ type Governor struct {
 	ledger    *ledger.Ledger
 	bounds    Bounds
 	reuse     Reuse
-	versions  map[string]string // tableKey -> "generation N, privacy unit C"
+	versions  map[string]string // tableKey -> "generation N, privacy unit C"; versionMu guards it (reload.go)
+	versionMu sync.RWMutex
 	closing   atomic.Bool
 
 	mu sync.Mutex

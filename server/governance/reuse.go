@@ -86,7 +86,7 @@ func (g *Governor) reuseKey(ctx *sql.Context, reqs []release.Request) []byte {
 			return nil
 		}
 	}
-	version, ok := g.versions[tableKey(first.Database, first.Table)]
+	version, ok := g.version(first.Database, first.Table)
 	if !ok {
 		return nil
 	}

@@ -32,6 +32,10 @@ package ledger
 // untouched file is not. What an analyst can infer from a new generation is
 // that an administrator touched the source, which they could equally learn
 // from the administrator.
+//
+// The caller chooses the description: a content digest is passed only when
+// an administrator opts into generation: content for a dataset, accepting
+// the bit above for that table (docs/privacy.md §14).
 
 import (
 	"context"

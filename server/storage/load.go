@@ -80,6 +80,9 @@ type LoadOptions struct {
 	Label string
 	// Comment is the table comment.
 	Comment string
+	// Check, when set, is called every CheckRows rows; an error stops the
+	// load (the server's memory check, as for LoadDB).
+	Check func(rows int64) error
 }
 
 // LoadInfo describes a finished load.
@@ -242,7 +245,11 @@ func Load(name string, src RowSource, opts LoadOptions) (*Table, LoadInfo, error
 			}
 			return fmt.Errorf("line %d: %v%s", line, err, hint)
 		}
-		loaded.Add(1)
+		if n := loaded.Add(1); opts.Check != nil && n%CheckRows == 0 {
+			if err := opts.Check(n); err != nil {
+				return fmt.Errorf("stopped after %d rows: %w", n, err)
+			}
+		}
 		return nil
 	}
 	for k, r := range data {
