@@ -27,12 +27,12 @@ import (
 	"io"
 	"os"
 	"runtime"
-
-	"github.com/dolthub/go-mysql-server/sql"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/config"
