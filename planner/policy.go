@@ -548,6 +548,9 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 	if !ok {
 		return nil, nil
 	}
+	if len(g.GroupByExprs) == 0 && !hasSetUnion(g.SelectedExprs) {
+		return p.globalAggregates(ctx, src, g, schema, ids) // global.go
+	}
 	if len(g.GroupByExprs) == 0 {
 		var calls []*functions.SetUnion
 		for _, e := range g.SelectedExprs {
@@ -725,7 +728,7 @@ func isConstantNonNull(e sql.Expression) bool {
 // newAggregateRelease builds the release of a private GROUP BY with DP
 // aggregates: the options from the session (and the statement's SET_VAR
 // hints), calibrated now so that bad options fail before any charge.
-func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression) (*Release, error) {
+func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression, adjust ...func(*dpagg.Options)) (*Release, error) {
 	kinds := make([]dpagg.Kind, len(aggs))
 	var values []sql.Expression
 	valueOf := make([]int, len(aggs))
@@ -744,6 +747,9 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 	if err == nil {
 		var o dpagg.Options
 		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		for _, f := range adjust {
+			f(&o)
+		}
 		if err == nil {
 			var plan *dpagg.Plan
 			if plan, err = dpagg.Calibrate(o); err == nil {

@@ -120,8 +120,9 @@ func (r *Release) String() string {
 	case setUnions:
 		what = "DP_SET_UNION"
 	case aggregateRows:
-		return fmt.Sprintf("PrivateRelease(GROUP BY with DP aggregates over %s.%s: selection %s, ε=%g δ=%g)",
-			r.db, r.name, r.aggPlan.Selection.Mechanism, r.aggOpts.Epsilon, r.aggOpts.Delta)
+		fn, mech := r.aggregateNames()
+		return fmt.Sprintf("PrivateRelease(%s over %s.%s: selection %s, ε=%g δ=%g)",
+			fn, r.db, r.name, mech, r.aggOpts.Epsilon, r.aggOpts.Delta)
 	}
 	var mechs []string
 	for _, o := range r.options() {
@@ -152,9 +153,10 @@ func (r *Release) requests(ctx *sql.Context) []release.Request {
 		fn = strings.ToUpper(functions.SetUnionName)
 	case aggregateRows:
 		cost, _ := accounting.Aggregates(r.aggPlan)
+		fn, mech := r.aggregateNames()
 		return []release.Request{{
-			Function: "GROUP BY aggregates", Database: r.db, Table: r.name,
-			Epsilon: r.aggOpts.Epsilon, Delta: r.aggOpts.Delta, Mechanism: string(r.aggPlan.Selection.Mechanism),
+			Function: fn, Database: r.db, Table: r.name,
+			Epsilon: r.aggOpts.Epsilon, Delta: r.aggOpts.Delta, Mechanism: mech,
 			Query: ctx.Query(), Cost: cost, Reuse: key,
 		}}
 	}
@@ -477,6 +479,10 @@ func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (r
 				return // the value failed: the row is skipped
 			}
 			if v == nil {
+				continue
+			}
+			if r.aggOpts.Aggregates[i].Kind == dpagg.CountValues {
+				vals[i] = dpagg.Float(0) // COUNT(col) counts non-NULL values of any type
 				continue
 			}
 			f, _, err := types.Float64.Convert(row.Context(), v)

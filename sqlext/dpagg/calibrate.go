@@ -41,6 +41,9 @@ type Plan struct {
 	AnalyticUnitSigma float64 `json:"analytic_unit_sigma,omitempty"`
 	// Aggregates holds one entry per aggregate, in order.
 	Aggregates []AggregatePlan `json:"aggregates"`
+	// Global is set for a release of one row without key selection
+	// (Options.Global); Selection is then empty.
+	Global bool `json:"global,omitempty"`
 
 	setunionOpts setunion.Options
 }
@@ -145,9 +148,12 @@ func Calibrate(o Options) (*Plan, error) {
 	p := &Plan{
 		Epsilon: o.Epsilon, Delta: o.Delta,
 		MaxGroupsContributed: o.MaxGroupsContributed, MaxRowsPerGroup: o.MaxRowsPerGroup,
-		Noise: o.Noise,
+		Noise: o.Noise, Global: o.Global,
 	}
-	d0 := float64(o.MaxGroupsContributed)
+	if o.Global {
+		p.MaxGroupsContributed = 1
+	}
+	d0 := float64(p.MaxGroupsContributed)
 
 	// Statistics and their weights.
 	var stats []*StatPlan
@@ -183,6 +189,10 @@ func Calibrate(o Options) (*Plan, error) {
 		}
 	}
 
+	if o.Global {
+		return p.calibrateGlobal(o, stats, totalW)
+	}
+
 	// Budget split.
 	epsSel, deltaSel := o.Epsilon, o.Delta
 	var epsAgg, deltaAgg *big.Rat
@@ -211,14 +221,21 @@ func Calibrate(o Options) (*Plan, error) {
 	if len(stats) == 0 {
 		return p, nil
 	}
+	return p, p.calibrateNoise(o, stats, totalW, epsAgg, deltaAgg)
+}
 
+// calibrateNoise calibrates every statistic's noise to the aggregates'
+// exact share (ε_a, δ_a) of the budget, split by the weights (see
+// Calibrate), and fills the shares and sensitivities.
+func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, deltaAgg *big.Rat) error {
+	d0 := float64(p.MaxGroupsContributed)
 	switch p.Noise {
 	case Laplace:
 		for _, s := range stats {
 			// ε_i = w_i/W·ε_a and b_i = Δ0·Units/ε_i, exactly, then rounded up.
 			epsI := new(big.Rat).Mul(epsAgg, new(big.Rat).Quo(exactRat(s.weight), totalW))
 			s.fitGrid(d0 / ratFloorFloat(epsI)) // b = (Δ0/ε_i)·Units
-			b := new(big.Rat).SetInt64(int64(o.MaxGroupsContributed) * s.Units)
+			b := new(big.Rat).SetInt64(int64(p.MaxGroupsContributed) * s.Units)
 			b.Quo(b, epsI)
 			// Scales below 2^−32 (noise 0 except with probability
 			// e^(−2^32)) are raised to it so that the rational fits the
@@ -227,11 +244,11 @@ func Calibrate(o Options) (*Plan, error) {
 				b = floor
 			}
 			if bf, _ := b.Float64(); bf > maxScaleUnits {
-				return nil, s.tooLarge(bf)
+				return s.tooLarge(bf)
 			}
 			l, err := discrete.NewLaplaceRat(discrete.RoundUp(b, 30))
 			if err != nil {
-				return nil, fmt.Errorf("aggregate noise: %w (lower epsilon or max_groups_contributed are too extreme)", err)
+				return fmt.Errorf("aggregate noise: %w (lower epsilon or max_groups_contributed are too extreme)", err)
 			}
 			s.lap = l
 			s.Epsilon = ratFloorFloat(epsI)
@@ -245,7 +262,7 @@ func Calibrate(o Options) (*Plan, error) {
 		da := ratFloorFloat(deltaAgg)
 		rho, err := maxRho(ea, da)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.Rho = rho
 		p.UnitSigma = 1 / math.Sqrt(2*rho)
@@ -262,15 +279,15 @@ func Calibrate(o Options) (*Plan, error) {
 			// σ² = Δ0·Units²/(2ρ_i) in units of g², exactly from the floats.
 			num := new(big.Int).SetInt64(s.Units)
 			num.Mul(num, num)
-			num.Mul(num, big.NewInt(int64(o.MaxGroupsContributed)))
+			num.Mul(num, big.NewInt(int64(p.MaxGroupsContributed)))
 			s2 := new(big.Rat).SetInt(num)
 			s2.Quo(s2, new(big.Rat).Mul(big.NewRat(2, 1), exactRat(rhoI)))
 			if sf, _ := s2.Float64(); math.Sqrt(sf) > maxScaleUnits {
-				return nil, s.tooLarge(math.Sqrt(sf))
+				return s.tooLarge(math.Sqrt(sf))
 			}
 			g, err := discrete.NewGaussian(discrete.RoundUp(s2, 48))
 			if err != nil {
-				return nil, fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
+				return fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
 			}
 			s.gau = g
 			// Actual ρ_i = Δ0·Units²/(2σ²) for the rounded-up σ².
@@ -284,13 +301,13 @@ func Calibrate(o Options) (*Plan, error) {
 			s.HalfWidth95 = float64(g.HalfWidth(0.95)) * s.Granularity
 		}
 		if rhoUsed.Cmp(exactRat(rho)) > 0 {
-			return nil, fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
+			return fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
 		}
 	}
 	p.finishSensitivities()
 	for _, s := range stats {
 		if units := s.Scale / s.Granularity; units > maxScaleUnits {
-			return nil, s.tooLarge(units)
+			return s.tooLarge(units)
 		}
 	}
 	for i := range p.Aggregates {
@@ -305,7 +322,7 @@ func Calibrate(o Options) (*Plan, error) {
 			a.StdDev, a.HalfWidth95 = a.Stats[0].StdDev, a.Stats[0].HalfWidth95
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // autoNoise resolves NoiseAuto (see Calibrate); deltaAgg is the aggregates'
@@ -337,8 +354,12 @@ func (p *Plan) Lines() []string {
 	out := []string{
 		fmt.Sprintf("release: epsilon=%g delta=%g, max_groups_contributed=%d, max_rows_per_group=%d",
 			p.Epsilon, p.Delta, p.MaxGroupsContributed, p.MaxRowsPerGroup),
-		fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
-			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho),
+	}
+	if p.Global {
+		out = append(out, "key selection: none (no GROUP BY: one row, always released)")
+	} else {
+		out = append(out, fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
+			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho))
 	}
 	if len(p.Aggregates) == 0 {
 		return out

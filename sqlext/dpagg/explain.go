@@ -18,7 +18,11 @@ func (p *Plan) Facts() []explain.Fact {
 		explain.F("max_groups_contributed", p.MaxGroupsContributed, "Δ0: each user contributes to at most this many keys, chosen uniformly at random per user"),
 		explain.F("max_rows_per_group", p.MaxRowsPerGroup, "each user contributes at most this many rows to one key's COUNT and SUM"),
 	}
-	facts = append(facts, explain.Prefix("selection.", p.Selection.Facts())...)
+	if p.Global {
+		facts = append(facts, explain.F("key_selection", "none", "no GROUP BY: one row over all rows is always released, so all of ε and δ go to the aggregates and max_groups_contributed is 1"))
+	} else {
+		facts = append(facts, explain.Prefix("selection.", p.Selection.Facts())...)
+	}
 	if len(p.Aggregates) == 0 {
 		return facts
 	}

@@ -127,6 +127,11 @@ type Options struct {
 	Alpha *float64 `json:"alpha,omitempty"`
 	// Aggregates are the aggregates released per key, in output order.
 	Aggregates []Aggregate `json:"aggregates"`
+	// Global releases one row over the whole input (SQL without GROUP BY):
+	// every row has the same (empty) key, the key is public and always
+	// released, so there is no key selection and the aggregates get all of
+	// ε and δ; max_groups_contributed is 1 (see global.go).
+	Global bool `json:"global,omitempty"`
 }
 
 // Default values of Defaults.

@@ -113,6 +113,9 @@ func (p *Pipeline) Plan() *Plan { return p.plan }
 // unit) are ignored). NULL values are skipped by COUNT(col), SUM and AVG, as
 // in SQL; so are NaNs; ±Inf are clamped. Add copies what it keeps.
 func (p *Pipeline) Add(unit, key []byte, values []Value) error {
+	if p.plan.Global && len(key) != 0 {
+		return errors.New("dpagg: a global release takes rows with the empty key only")
+	}
 	if len(values) != len(p.cols) {
 		return fmt.Errorf("dpagg: row has %d values for %d aggregates", len(values), len(p.cols))
 	}
@@ -352,6 +355,9 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 		return nil, errors.New("dpagg: Release called twice")
 	}
 	p.done = true
+	if p.plan.Global {
+		return p.releaseGlobal(ctx, rng)
+	}
 	b, err := setunion.NewBuilder(p.plan.setunionOpts)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,70 @@
+package planner_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestGlobalAggregates: aggregates without GROUP BY release one noisy row,
+// with no key selection, with and without WHERE, under aliases, in a
+// scalar subquery, and even when no row matches; charged once.
+func TestGlobalAggregates(t *testing.T) {
+	num := func(v any) float64 {
+		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+		if err != nil {
+			t.Fatalf("not a number: %v (%T)", v, v)
+		}
+		return f
+	}
+	gov := &fakeGov{budget: 1000}
+	e := newPolicyEngine(t, gov)
+	// 300 users; 750 rows (2 per user, plus "even" for 150 users); g = u % 3.
+	for _, c := range []struct {
+		q    string
+		want []float64
+		tol  float64
+	}{
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(*) FROM visits", []float64{300}, 10},
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_max_rows_per_group = 3) */ COUNT(*) AS n FROM visits", []float64{750}, 20},
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(DISTINCT user_id) AS users, COUNT(item) FROM visits WHERE item = 'even'", []float64{150, 150}, 10},
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_contribution_bounds = '0,2') SET_VAR(dp_max_rows_per_group = 3) */ SUM(g), AVG(g) FROM visits", []float64{750, 1}, 40},
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(*) FROM visits WHERE item = 'nothing'", []float64{0}, 10},
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ (SELECT COUNT(*) FROM visits) + 1 AS n", []float64{301}, 10},
+	} {
+		gov.charged = nil
+		rows, err := query(t, e, "analyst", c.q)
+		if err != nil {
+			t.Errorf("%s: %v", c.q, err)
+			continue
+		}
+		if len(rows) != 1 || len(rows[0]) != len(c.want) {
+			t.Errorf("%s: rows %v", c.q, rows)
+			continue
+		}
+		for i, w := range c.want {
+			if x := num(rows[0][i]); x < w-c.tol || x > w+c.tol {
+				t.Errorf("%s: column %d = %v, want %v ± %v", c.q, i+1, x, w, c.tol)
+			}
+		}
+		if len(gov.charged) != 1 || gov.charged[0].Function != "global aggregates" || gov.charged[0].Mechanism != "none" {
+			t.Errorf("%s: charges %+v", c.q, gov.charged)
+		}
+	}
+	// Refused before any charge: a bare column next to an aggregate, an
+	// aggregate not offered, SUM without bounds.
+	gov.charged = nil
+	for q, want := range map[string]string{
+		"SELECT item, COUNT(*) FROM visits": "1142",
+		"SELECT MAX(g) FROM visits":         "MAX() is not offered",
+		"SELECT SUM(g) FROM visits":         "dp_contribution_bounds",
+	} {
+		if _, err := query(t, e, "analyst", q); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", q, err, want)
+		}
+	}
+	if len(gov.charged) != 0 {
+		t.Errorf("refused queries were charged: %+v", gov.charged)
+	}
+}
