@@ -1,0 +1,67 @@
+package integration
+
+import (
+	"context"
+	"strconv"
+	"testing"
+)
+
+// TestGlobalAggregatesOverTheWire: the first queries a BI tool sends —
+// SELECT COUNT(*) FROM t, with and without WHERE, COUNT(DISTINCT unit),
+// SUM and AVG with bounds — answer one noisy row each through
+// go-sql-driver on the demo, charged once each; DP_EXPLAIN shows no key
+// selection.
+func TestGlobalAggregatesOverTheWire(t *testing.T) {
+	s := startDemo(t)
+	db := openGo(t, s.analyst)
+	ctx := context.Background()
+	before := ledgerBalance(t, s.Ledger(), s.analyst.User, s.db)
+	// The demo: 20,000 users, 740,996 words (rows); a user has at most one
+	// global key, so COUNT(DISTINCT user_id) is the users.
+	for _, c := range []struct {
+		q        string
+		lo, hi   float64
+		nColumns int
+	}{
+		{"SELECT COUNT(DISTINCT user_id) FROM words", 19_000, 21_000, 1},
+		{"SELECT COUNT(*) AS n FROM words WHERE word = 'ka'", 5_000, 40_000, 1},
+		{"SELECT /*+ SET_VAR(dp_max_rows_per_group = 50) */ COUNT(*) FROM words", 100_000, 800_000, 1},
+		{"SELECT /*+ SET_VAR(dp_contribution_bounds = '0,20') SET_VAR(dp_max_rows_per_group = 20) */ AVG(LENGTH(word)), SUM(LENGTH(word)) FROM words", 1, 20, 2},
+	} {
+		rows, err := db.QueryContext(ctx, c.q)
+		if err != nil {
+			t.Errorf("%s: %v", c.q, err)
+			continue
+		}
+		cols, _ := rows.Columns()
+		n := 0
+		for rows.Next() {
+			n++
+			vals := make([]string, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			x, err := strconv.ParseFloat(vals[0], 64)
+			if err != nil || x < c.lo || x > c.hi || len(vals) != c.nColumns {
+				t.Errorf("%s: %q, want one value in [%v, %v]", c.q, vals, c.lo, c.hi)
+			}
+			t.Logf("%s → %q", c.q, vals)
+		}
+		rows.Close()
+		if n != 1 {
+			t.Errorf("%s: %d rows, want 1", c.q, n)
+		}
+	}
+	after := ledgerBalance(t, s.Ledger(), s.analyst.User, s.db)
+	if after.Releases-before.Releases != 4 {
+		t.Errorf("releases charged: %d, want 4", after.Releases-before.Releases)
+	}
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT value FROM DP_EXPLAIN('SELECT COUNT(*) FROM words') WHERE parameter = 'key_selection'").Scan(&v); err != nil || v != "none" {
+		t.Errorf("DP_EXPLAIN key_selection = %q, %v", v, err)
+	}
+}
