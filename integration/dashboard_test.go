@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"math"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +66,70 @@ func TestGlobalAggregatesOverTheWire(t *testing.T) {
 	var v string
 	if err := db.QueryRowContext(ctx, "SELECT value FROM DP_EXPLAIN('SELECT COUNT(*) FROM words') WHERE parameter = 'key_selection'").Scan(&v); err != nil || v != "none" {
 		t.Errorf("DP_EXPLAIN key_selection = %q, %v", v, err)
+	}
+}
+
+// TestDefaultBoundsAccuracy measures the headline of issue 21 at the
+// defaults (ε = 1, δ = 1e-6, no SET): COUNT(*) of the 20 most frequent
+// words of demo.words against the truth (admin), median relative error,
+// with bounds chosen privately (a Note says which) against the former
+// fixed defaults max_rows_per_group = 1, max_groups_contributed = 100.
+func TestDefaultBoundsAccuracy(t *testing.T) {
+	s := startDemo(t)
+	ctx := context.Background()
+	admin := openGo(t, s.admin)
+	truth := map[string]float64{}
+	rows, err := admin.QueryContext(ctx, "SELECT word, COUNT(*) AS n FROM words GROUP BY word ORDER BY n DESC LIMIT 20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var w string
+		var n float64
+		if err := rows.Scan(&w, &n); err != nil {
+			t.Fatal(err)
+		}
+		truth[w] = n
+	}
+	rows.Close()
+	db := openGo(t, s.analyst)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	measure := func(hint string) float64 {
+		rows, err := conn.QueryContext(ctx, "SELECT "+hint+" word, COUNT(*) AS n FROM words GROUP BY word ORDER BY n DESC LIMIT 100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for rows.Next() {
+			var w string
+			var n float64
+			if err := rows.Scan(&w, &n); err != nil {
+				t.Fatal(err)
+			}
+			got[w] = n
+		}
+		rows.Close()
+		var rel []float64
+		for w, n := range truth {
+			rel = append(rel, math.Abs(got[w]-n)/n) // a word not released counts as 0
+		}
+		sort.Float64s(rel)
+		return (rel[9] + rel[10]) / 2
+	}
+	auto := measure("")
+	var level, msg string
+	var code int
+	if err := conn.QueryRowContext(ctx, "SHOW WARNINGS").Scan(&level, &code, &msg); err != nil || level != "Note" || !strings.Contains(msg, "chosen privately") {
+		t.Errorf("no Note on the privately chosen bounds: %q %v", msg, err)
+	}
+	t.Logf("note: %s", msg)
+	fixed := measure("/*+ SET_VAR(dp_max_rows_per_group = 1) SET_VAR(dp_max_groups_contributed = 100) */")
+	t.Logf("COUNT(*) of the 20 most frequent words, median relative error: bounds chosen privately %.3f, former defaults (m = 1, Δ0 = 100) %.3f", auto, fixed)
+	if !(auto < fixed) {
+		t.Errorf("privately chosen bounds (%.3f) are no better than the former defaults (%.3f)", auto, fixed)
 	}
 }

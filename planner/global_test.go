@@ -26,12 +26,14 @@ func TestGlobalAggregates(t *testing.T) {
 		want []float64
 		tol  float64
 	}{
-		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(*) FROM visits", []float64{300}, 10},
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_max_rows_per_group = 1) */ COUNT(*) FROM visits", []float64{300}, 10},
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_max_rows_per_group = 3) */ COUNT(*) AS n FROM visits", []float64{750}, 20},
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(DISTINCT user_id) AS users, COUNT(item) FROM visits WHERE item = 'even'", []float64{150, 150}, 10},
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_contribution_bounds = '0,2') SET_VAR(dp_max_rows_per_group = 3) */ SUM(g), AVG(g) FROM visits", []float64{750, 1}, 40},
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(*) FROM visits WHERE item = 'nothing'", []float64{0}, 10},
-		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ (SELECT COUNT(*) FROM visits) + 1 AS n", []float64{301}, 10},
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_max_rows_per_group = 1) */ (SELECT COUNT(*) FROM visits) + 1 AS n", []float64{301}, 10},
+		// Bounds chosen privately: m and the clamping bounds of SUM.
+		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(*), SUM(g) FROM visits", []float64{750, 750}, 60},
 	} {
 		gov.charged = nil
 		rows, err := query(t, e, "analyst", c.q)
@@ -56,9 +58,9 @@ func TestGlobalAggregates(t *testing.T) {
 	// aggregate not offered, SUM without bounds.
 	gov.charged = nil
 	for q, want := range map[string]string{
-		"SELECT item, COUNT(*) FROM visits": "1142",
-		"SELECT MAX(g) FROM visits":         "MAX() is not offered",
-		"SELECT SUM(g) FROM visits":         "dp_contribution_bounds",
+		"SELECT item, COUNT(*) FROM visits":                              "1142",
+		"SELECT MAX(g) FROM visits":                                      "MAX() is not offered",
+		"SELECT /*+ SET_VAR(dp_noise = 'laplace') */ SUM(g) FROM visits": "noise laplace needs every contribution bound given",
 	} {
 		if _, err := query(t, e, "analyst", q); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", q, err, want)

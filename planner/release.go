@@ -461,48 +461,7 @@ func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (r
 		return stored, u, err
 	}
 	*flight = u
-	enc := keyEncoder{n: r.groupKeys}
-	var kbuf []byte
-	vals := make([]dpagg.Value, len(r.aggValue))
-	err = r.scan.Run(ctx, func(row *release.Row) {
-		var ok bool
-		if kbuf, ok = enc.encode(kbuf[:0], row); !ok {
-			return
-		}
-		for i, k := range r.aggValue {
-			vals[i] = dpagg.Null
-			if k < 0 {
-				continue
-			}
-			v, ok := row.Key(k)
-			if !ok {
-				return // the value failed: the row is skipped
-			}
-			if v == nil {
-				continue
-			}
-			if r.aggOpts.Aggregates[i].Kind == dpagg.CountValues {
-				vals[i] = dpagg.Float(0) // COUNT(col) counts non-NULL values of any type
-				continue
-			}
-			f, _, err := types.Float64.Convert(row.Context(), v)
-			if err != nil {
-				return
-			}
-			if x, ok := f.(float64); ok {
-				vals[i] = dpagg.Float(x)
-			}
-		}
-		_ = pipe.Add(row.Unit(), kbuf, vals)
-	})
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	rng := r.rnd
-	if rng == nil {
-		rng = securerand.New
-	}
-	res, err := pipe.ReleaseContext(ctx, rng())
+	res, err := r.runAggregates(ctx, pipe) // aggscan.go
 	if err != nil {
 		return release.Released{}, nil, err
 	}

@@ -31,6 +31,9 @@ func Aggregates(p *dpagg.Plan) (Cost, error) {
 		}
 		c.Rho, c.GaussianRho, c.ThresholdFail = sel.Rho, sel.GaussianRho, sel.ThresholdFail
 	}
+	if p.Bounds != nil {
+		c.Rho += p.Bounds.Rho // the tests of the private choice of bounds
+	}
 	for _, a := range p.Aggregates {
 		for _, s := range a.Stats {
 			switch {

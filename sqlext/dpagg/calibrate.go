@@ -44,6 +44,11 @@ type Plan struct {
 	// Global is set for a release of one row without key selection
 	// (Options.Global); Selection is then empty.
 	Global bool `json:"global,omitempty"`
+	// Bounds is the private choice of the bounds the options leave unset
+	// (bounds.go), or nil. Until the choice is made, the plan's Δ0, m and
+	// clamping bounds are placeholders (1, 1 and [0, 1]) and so are its
+	// noise scales; the budget split is final.
+	Bounds *BoundsPlan `json:"bounds,omitempty"`
 
 	setunionOpts setunion.Options
 }
@@ -145,10 +150,18 @@ func Calibrate(o Options) (*Plan, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	auto := o.autoBounds()
+	if auto != nil {
+		auto.Chosen = o.chosen
+		o = o.withPlaceholders()
+		if o.Noise == NoiseAuto {
+			o.Noise = Gaussian // the choice spends a share of the Gaussian ρ
+		}
+	}
 	p := &Plan{
 		Epsilon: o.Epsilon, Delta: o.Delta,
 		MaxGroupsContributed: o.MaxGroupsContributed, MaxRowsPerGroup: o.MaxRowsPerGroup,
-		Noise: o.Noise, Global: o.Global,
+		Noise: o.Noise, Global: o.Global, Bounds: auto,
 	}
 	if o.Global {
 		p.MaxGroupsContributed = 1
@@ -265,6 +278,9 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 			return err
 		}
 		p.Rho = rho
+		if p.Bounds != nil {
+			rho = p.Bounds.setBoundsBudget(rho) // the statistics' part
+		}
 		p.UnitSigma = 1 / math.Sqrt(2*rho)
 		if s, err := noise.GaussianSigma(ea, da, 1); err == nil {
 			p.AnalyticUnitSigma = s

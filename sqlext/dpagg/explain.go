@@ -2,6 +2,7 @@ package dpagg
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dpsql/dpsql/sqlext/explain"
 )
@@ -18,6 +19,7 @@ func (p *Plan) Facts() []explain.Fact {
 		explain.F("max_groups_contributed", p.MaxGroupsContributed, "Δ0: each user contributes to at most this many keys, chosen uniformly at random per user"),
 		explain.F("max_rows_per_group", p.MaxRowsPerGroup, "each user contributes at most this many rows to one key's COUNT and SUM"),
 	}
+	facts = append(facts, p.Bounds.facts()...)
 	if p.Global {
 		facts = append(facts, explain.F("key_selection", "none", "no GROUP BY: one row over all rows is always released, so all of ε and δ go to the aggregates and max_groups_contributed is 1"))
 	} else {
@@ -63,4 +65,33 @@ func scaleName(n Noise) string {
 		return "σ"
 	}
 	return "b"
+}
+
+// facts describes the private choice of bounds (none for nil).
+func (b *BoundsPlan) facts() []explain.Fact {
+	if b == nil {
+		return nil
+	}
+	var what []string
+	if b.Groups {
+		what = append(what, "max_groups_contributed")
+	}
+	if b.Rows {
+		what = append(what, "max_rows_per_group")
+	}
+	if len(b.Values) > 0 {
+		what = append(what, fmt.Sprintf("the clamping bounds of %d SUM/AVG", len(b.Values)))
+	}
+	out := []explain.Fact{
+		explain.F("bounds.chosen_privately", strings.Join(what, ", "), "left unset by the session and the configuration, so chosen from the data at release time by noisy tests (the values above are placeholders)"),
+		explain.F("bounds.rho", b.Rho, fmt.Sprintf("zCDP ρ of the choice: %.0f%% of the aggregates' ρ", 100*BoundsShare)),
+		explain.F("bounds.tests", b.Tests, "noisy tests of the choice (binary searches over public grids)"),
+		explain.F("bounds.test_sigma", b.TestSigma, "σ of each test's Gaussian noise, in users"),
+		explain.F("bounds.truncate", b.Truncate, "each chosen bound truncates about this share of the users"),
+		explain.F("bounds.min_users", b.MinUsers, fmt.Sprintf("below about this many users, max_groups_contributed = %d and max_rows_per_group = %d instead (the tests cannot tell bounds apart)", FallbackMaxGroups, FallbackMaxRows)),
+	}
+	if c := b.Chosen; c != nil {
+		out = append(out, explain.F("bounds.chosen", c.String(), "the privately chosen bounds (a DP output)"))
+	}
+	return out
 }

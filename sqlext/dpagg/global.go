@@ -53,7 +53,7 @@ func (p *Pipeline) releaseGlobal(ctx context.Context, rng *rand.Rand) (*Result, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	res := &Result{Chosen: p.chosen}
 	res.Stats.Occurrences = p.rows
 	res.Stats.Users = len(p.userNames)
 	res.Stats.DistinctItems = len(p.keyNames)

@@ -55,6 +55,10 @@ type Aggregate struct {
 	// Weight is the aggregate's relative share of the aggregates' budget;
 	// 0 means 1 (equal shares).
 	Weight float64 `json:"weight,omitempty"`
+	// AutoBounds (SUM and AVG) has Lower and Upper chosen privately from
+	// the data at release time (bounds.go); Lower and Upper are then
+	// ignored.
+	AutoBounds bool `json:"auto_bounds,omitempty"`
 }
 
 // Noise is the noise family of the aggregates.
@@ -132,6 +136,8 @@ type Options struct {
 	// released, so there is no key selection and the aggregates get all of
 	// ε and δ; max_groups_contributed is 1 (see global.go).
 	Global bool `json:"global,omitempty"`
+
+	chosen *Chosen // the privately chosen bounds, for the release's real plan
 }
 
 // Default values of Defaults.
@@ -198,11 +204,14 @@ func (o Options) Validate() error {
 	if err := checks.Delta(o.Delta); err != nil {
 		return err
 	}
-	if o.MaxGroupsContributed < 1 || o.MaxGroupsContributed > setunion.MaxMaxItems {
-		return fmt.Errorf("max_groups_contributed must be an integer from 1 to %d, got %d", setunion.MaxMaxItems, o.MaxGroupsContributed)
+	if o.MaxGroupsContributed < 0 || o.MaxGroupsContributed > setunion.MaxMaxItems {
+		return fmt.Errorf("max_groups_contributed must be an integer from 1 to %d, or 0 to choose it privately from the data, got %d", setunion.MaxMaxItems, o.MaxGroupsContributed)
 	}
-	if o.MaxRowsPerGroup < 1 || o.MaxRowsPerGroup > MaxMaxRowsPerGroup {
-		return fmt.Errorf("max_rows_per_group must be an integer from 1 to %d, got %d", MaxMaxRowsPerGroup, o.MaxRowsPerGroup)
+	if o.MaxRowsPerGroup < 0 || o.MaxRowsPerGroup > MaxMaxRowsPerGroup {
+		return fmt.Errorf("max_rows_per_group must be an integer from 1 to %d, or 0 to choose it privately from the data, got %d", MaxMaxRowsPerGroup, o.MaxRowsPerGroup)
+	}
+	if o.autoBounds() != nil && o.Noise == Laplace {
+		return fmt.Errorf("noise laplace needs every contribution bound given (max_groups_contributed, max_rows_per_group and the clamping bounds of SUM and AVG): the private choice of bounds spends a share of the Gaussian aggregates' zCDP budget; use noise gaussian or auto, or set the bounds")
 	}
 	if _, err := ParseNoise(string(o.Noise)); err != nil {
 		return err
@@ -230,7 +239,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("mechanism %s does not bound users to max_groups_contributed keys, which the aggregates' sensitivity needs; use a bounded mechanism such as %s", m, DefaultSelectionMechanism)
 	case m == setunion.DPSIPS:
 		return fmt.Errorf("mechanism %s re-samples every user's keys in each round, so no single sample of max_groups_contributed keys can serve both selection and aggregates; use a one-histogram mechanism such as %s", m, DefaultSelectionMechanism)
-	case m == setunion.SingleItem && o.MaxGroupsContributed != 1:
+	case m == setunion.SingleItem && o.MaxGroupsContributed != 1 && !o.Global:
 		return fmt.Errorf("mechanism %s keeps one key per user; set max_groups_contributed=1 (got %d)", m, o.MaxGroupsContributed)
 	}
 	if o.Alpha != nil && (!(*o.Alpha >= 0) || math.IsInf(*o.Alpha, 0)) {
@@ -246,7 +255,7 @@ func (o Options) Validate() error {
 		if !(a.Weight >= 0) || math.IsInf(a.Weight, 0) {
 			return fmt.Errorf("aggregate %d (%s): weight must be a finite number ≥ 0 (0 means 1), got %v", i+1, a.Kind, a.Weight)
 		}
-		if !a.Kind.clamped() {
+		if !a.Kind.clamped() || a.AutoBounds {
 			continue
 		}
 		if !finite(a.Lower) || !finite(a.Upper) || !(a.Lower < a.Upper) {

@@ -57,6 +57,15 @@ type Pipeline struct {
 	tot   totals // the release's pre-noise totals, kept for tests
 
 	order, scratch []uint64 // compaction buffers
+
+	// The private choice of bounds (bounds.go): the options as given, the
+	// first pass's per-user extremes of the auto-bounded values, the tests
+	// and what they chose.
+	opts       Options
+	valueStats [][]userValues
+	valueUsers map[string]int
+	tests      *tester
+	chosen     *Chosen
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -83,25 +92,38 @@ func New(o Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{plan: plan, stride: 1, userIdx: map[string]uint32{}, keyIdx: map[string]uint32{}}
+	p := &Pipeline{plan: plan, opts: o, userIdx: map[string]uint32{}, keyIdx: map[string]uint32{}}
+	p.cols, p.stride = columnsOf(o.withPlaceholders(), plan)
+	if b := plan.Bounds; b != nil && len(b.Values) > 0 {
+		p.valueStats = make([][]userValues, len(b.Values))
+		p.valueUsers = map[string]int{}
+	}
+	return p, nil
+}
+
+// columnsOf lays out the per-pair words of the aggregates of o (with every
+// bound fixed) and plan.
+func columnsOf(o Options, plan *Plan) ([]column, int) {
+	var cols []column
+	stride := 1
 	for i, a := range o.Aggregates {
 		c := column{kind: a.Kind, lower: a.Lower, upper: a.Upper}
 		switch a.Kind {
 		case CountValues:
-			c.off = p.stride
-			p.stride++
+			c.off = stride
+			stride++
 		case Sum, Avg:
-			c.off = p.stride
-			p.stride += 2
+			c.off = stride
+			stride += 2
 			st := plan.Aggregates[i].Stats
 			c.h = st[len(st)-1].rowGrid
 			if a.Kind == Avg {
 				c.mid = a.Lower + (a.Upper-a.Lower)/2
 			}
 		}
-		p.cols = append(p.cols, c)
+		cols = append(cols, c)
 	}
-	return p, nil
+	return cols, stride
 }
 
 // Plan returns the plan the release will use.
@@ -121,6 +143,9 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 	}
 	if p.done {
 		return errors.New("dpagg: Add after Release")
+	}
+	if p.valueStats != nil {
+		return errors.New("dpagg: this release chooses clamping bounds: feed the rows to AddValues and call ChooseValueBounds before Add")
 	}
 	if len(unit) == 0 {
 		return nil
@@ -335,6 +360,9 @@ type Result struct {
 	// Stats describe the input; they are operator-only (see setunion.Stats),
 	// never for an analyst.
 	Stats setunion.Stats
+	// Chosen holds the privately chosen bounds (nil if none were chosen):
+	// a DP output, which may be shown.
+	Chosen *Chosen
 }
 
 // Release runs the mechanism with randomness from rng (securerand.New() in
@@ -355,6 +383,13 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 		return nil, errors.New("dpagg: Release called twice")
 	}
 	p.done = true
+	if p.valueStats != nil {
+		return nil, errors.New("dpagg: ChooseValueBounds was not called")
+	}
+	p.group()
+	if err := p.chooseCounts(rng); err != nil {
+		return nil, err
+	}
 	if p.plan.Global {
 		return p.releaseGlobal(ctx, rng)
 	}
@@ -379,7 +414,7 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Stats: sel.Stats}
+	res := &Result{Stats: sel.Stats, Chosen: p.chosen}
 	res.Stats.Occurrences = p.rows
 	res.Stats.Users = len(p.userNames)
 	res.Stats.DistinctItems = len(p.keyNames)
