@@ -48,8 +48,9 @@ func (k Kind) clamped() bool { return k == Sum || k == Avg }
 type Aggregate struct {
 	Kind Kind `json:"kind"`
 	// Lower and Upper clamp every value of SUM and AVG (Lower < Upper, both
-	// finite). They are required and must not be derived from the protected
-	// data: the noise scale reveals them.
+	// finite). Unless AutoBounds is set they are required and must not be
+	// derived from the protected data (the noise scale reveals them); with
+	// AutoBounds they are chosen privately (bounds.go).
 	Lower float64 `json:"lower,omitempty"`
 	Upper float64 `json:"upper,omitempty"`
 	// Weight is the aggregate's relative share of the aggregates' budget;
@@ -260,7 +261,7 @@ func (o Options) Validate() error {
 		}
 		if !finite(a.Lower) || !finite(a.Upper) || !(a.Lower < a.Upper) {
 			return fmt.Errorf("aggregate %d (%s) needs clamping bounds lower < upper, both finite, got lower=%v upper=%v: "+
-				"choose them from public knowledge (they are never derived from the data, and the noise scale reveals them)", i+1, a.Kind, a.Lower, a.Upper)
+				"choose them from public knowledge (the noise scale reveals them), or let the release choose them privately (AutoBounds)", i+1, a.Kind, a.Lower, a.Upper)
 		}
 		if max(math.Abs(a.Lower), math.Abs(a.Upper)) > 1e300 {
 			return fmt.Errorf("aggregate %d (%s): clamping bounds must be below 1e300 in magnitude, got lower=%v upper=%v", i+1, a.Kind, a.Lower, a.Upper)
