@@ -99,7 +99,7 @@ func AggregateOptions(p SetUnionParams, a AggregateParams, kinds []dpagg.Kind) (
 	var bounded bool
 	for _, k := range kinds {
 		agg := dpagg.Aggregate{Kind: k}
-		if k == dpagg.Sum || k == dpagg.Avg {
+		if k.NeedsBounds() {
 			if strings.TrimSpace(a.Bounds) == "" {
 				agg.AutoBounds = true // chosen privately at release time
 				o.Aggregates = append(o.Aggregates, agg)

@@ -227,9 +227,9 @@ func TestBypass(t *testing.T) {
 		{"limit zero", "SELECT * FROM people LIMIT 0", refused1142},
 		{"count star", "SELECT COUNT(*) FROM people", noisyCount}, // a global DP aggregate: one noisy row
 		{"count distinct users", "SELECT COUNT(DISTINCT user_id) FROM people", noisyCount},
-		{"sum", "SELECT SUM(grp) FROM people", refusedAny}, // no clamping bounds set
+		{"sum", "SELECT SUM(grp) FROM people", noisyCount}, // clamping bounds chosen privately
 		{"min max", "SELECT MIN(user_id), MAX(user_id) FROM people", refused1142},
-		{"avg stddev", "SELECT AVG(grp), STDDEV(grp) FROM people", refused1142},
+		{"avg stddev", "SELECT AVG(grp), STDDEV(grp) FROM people", private}, // global DP aggregates, bounds chosen privately
 		{"group_concat", "SELECT GROUP_CONCAT(email) FROM people", refused1142},
 		{"json_arrayagg", "SELECT JSON_ARRAYAGG(user_id) FROM people", refused1142},
 		{"join public", "SELECT DISTINCT p.page, g.title FROM people p JOIN pages g ON g.path = p.page", private},

@@ -30,6 +30,7 @@ func TestGlobalAggregatesOverTheWire(t *testing.T) {
 		{"SELECT COUNT(*) AS n FROM words WHERE word = 'ka'", 5_000, 40_000, 1},
 		{"SELECT /*+ SET_VAR(dp_max_rows_per_group = 50) */ COUNT(*) FROM words", 100_000, 800_000, 1},
 		{"SELECT /*+ SET_VAR(dp_contribution_bounds = '0,20') SET_VAR(dp_max_rows_per_group = 20) */ AVG(LENGTH(word)), SUM(LENGTH(word)) FROM words", 1, 20, 2},
+		{"SELECT STDDEV(LENGTH(word)), VARIANCE(LENGTH(word)), VAR_SAMP(LENGTH(word)), STDDEV_SAMP(LENGTH(word)) FROM words", 0.3, 10, 4},
 	} {
 		rows, err := db.QueryContext(ctx, c.q)
 		if err != nil {
@@ -60,8 +61,8 @@ func TestGlobalAggregatesOverTheWire(t *testing.T) {
 		}
 	}
 	after := ledgerBalance(t, s.Ledger(), s.analyst.User, s.db)
-	if after.Releases-before.Releases != 4 {
-		t.Errorf("releases charged: %d, want 4", after.Releases-before.Releases)
+	if after.Releases-before.Releases != 5 {
+		t.Errorf("releases charged: %d, want 5", after.Releases-before.Releases)
 	}
 	var v string
 	if err := db.QueryRowContext(ctx, "SELECT value FROM DP_EXPLAIN('SELECT COUNT(*) FROM words') WHERE parameter = 'key_selection'").Scan(&v); err != nil || v != "none" {

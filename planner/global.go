@@ -2,7 +2,11 @@ package planner
 
 import (
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
 	"github.com/dolthub/go-mysql-server/sql/plan"
+	"github.com/dolthub/go-mysql-server/sql/transform"
+	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
@@ -68,4 +72,94 @@ func (r *Release) aggregateNames() (function, mechanism string) {
 		return "global aggregates", "none"
 	}
 	return "GROUP BY aggregates", string(r.aggPlan.Selection.Mechanism)
+}
+
+// spreadOf maps go-mysql-server's variance and standard deviation
+// aggregates (VARIANCE = VAR_POP, STD = STDDEV = STDDEV_POP) to the DP
+// spread aggregates.
+func spreadOf(e sql.Expression) (aggregate, bool, error) {
+	switch x := e.(type) {
+	case *aggregation.VarPop:
+		return aggregate{kind: dpagg.VarPop, value: x.Child}, true, nil
+	case *aggregation.VarSamp:
+		return aggregate{kind: dpagg.VarSamp, value: x.Child}, true, nil
+	case *aggregation.StdDevPop:
+		return aggregate{kind: dpagg.StdDevPop, value: x.Child}, true, nil
+	case *aggregation.StdDevSamp:
+		return aggregate{kind: dpagg.StdDevSamp, value: x.Child}, true, nil
+	}
+	return aggregate{}, false, nil
+}
+
+// floatKey keys the statement's floatOutputs in the rewrite's context.
+type floatKey struct{}
+
+// floatOutputs are the column ids of released means, variances and
+// standard deviations: DOUBLE values, which go-mysql-server v0.20 types as
+// their argument (an integer column's AVG would be shown as an integer).
+type floatOutputs map[sql.ColumnId]bool
+
+// markFloatOutputs types r's mean and spread outputs DOUBLE and records
+// their ids for retypeFloats.
+func markFloatOutputs(ctx *sql.Context, r *Release) {
+	fo, _ := ctx.Value(floatKey{}).(floatOutputs)
+	schema := make(sql.Schema, len(r.schema))
+	copy(schema, r.schema)
+	for i, ki := range r.out {
+		if ki < r.groupKeys {
+			continue
+		}
+		k := r.aggOpts.Aggregates[ki-r.groupKeys].Kind
+		if k != dpagg.Avg && !(k.NeedsBounds() && k != dpagg.Sum) {
+			continue
+		}
+		c := *schema[i]
+		c.Type = types.Float64
+		schema[i] = &c
+		gf := r.outputs[i].(*expression.GetField)
+		r.outputs[i] = columnRef(i, gf.Id(), &c)
+		if fo != nil && gf.Id() != 0 {
+			fo[gf.Id()] = true
+		}
+	}
+	r.schema = schema
+}
+
+// retypeFloats gives every reference to a marked output, above the
+// releases, the DOUBLE type.
+func retypeFloats(n sql.Node, fo floatOutputs) (sql.Node, error) {
+	if len(fo) == 0 {
+		return n, nil
+	}
+	var fix func(n sql.Node) (sql.Node, transform.TreeIdentity, error)
+	fixExpr := func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		switch x := e.(type) {
+		case *plan.Subquery:
+			if x.Query == nil {
+				return e, transform.SameTree, nil
+			}
+			q, same, err := transform.NodeWithOpaque(x.Query, fix)
+			if err != nil || same {
+				return e, transform.SameTree, err
+			}
+			return x.WithQuery(q), transform.NewTree, nil
+		case *expression.GetField:
+			if !fo[x.Id()] || x.Type() == types.Float64 {
+				return e, transform.SameTree, nil
+			}
+			g := expression.NewGetFieldWithTable(x.Index(), int(x.TableId()), types.Float64, x.Database(), x.Table(), x.Name(), x.IsNullable())
+			return g.WithId(x.Id()).(*expression.GetField), transform.NewTree, nil
+		}
+		return e, transform.SameTree, nil
+	}
+	fix = func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+		if _, ok := n.(*Release); ok {
+			return n, transform.SameTree, nil
+		}
+		return transform.OneNodeExpressions(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			return transform.Expr(e, fixExpr)
+		})
+	}
+	out, _, err := transform.NodeWithOpaque(n, fix)
+	return out, err
 }

@@ -32,6 +32,9 @@ func TestGlobalAggregates(t *testing.T) {
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_contribution_bounds = '0,2') SET_VAR(dp_max_rows_per_group = 3) */ SUM(g), AVG(g) FROM visits", []float64{750, 1}, 40},
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(*) FROM visits WHERE item = 'nothing'", []float64{0}, 10},
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_max_rows_per_group = 1) */ (SELECT COUNT(*) FROM visits) + 1 AS n", []float64{301}, 10},
+		// Variances and standard deviations: g = u % 3 takes 0, 1, 2 equally
+		// often per user (rows hold g of their user): variance 2/3.
+		{"SELECT /*+ SET_VAR(dp_epsilon = 50) SET_VAR(dp_contribution_bounds = '0,2') SET_VAR(dp_max_rows_per_group = 3) */ VARIANCE(g), VAR_SAMP(g), STDDEV(g), STDDEV_SAMP(g), STD(g), VAR_POP(g), STDDEV_POP(g) FROM visits", []float64{0.667, 0.667, 0.816, 0.816, 0.816, 0.667, 0.816}, 0.15},
 		// Bounds chosen privately: m and the clamping bounds of SUM.
 		{"SELECT /*+ SET_VAR(dp_epsilon = 20) */ COUNT(*), SUM(g) FROM visits", []float64{750, 750}, 60},
 	} {

@@ -436,6 +436,15 @@ func TestAnalystAggregates(t *testing.T) {
 		t.Errorf("ORDER BY n DESC LIMIT 8: %v", rows)
 	}
 
+	// Variance and standard deviation per key: g = u % 3 under both keys.
+	rows, err = query(t, e, "analyst", "SELECT /*+ SET_VAR(dp_epsilon = 50) SET_VAR(dp_contribution_bounds = '0,2') */ item, VARIANCE(g), STDDEV_SAMP(g) FROM visits GROUP BY item ORDER BY item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || !near(rows[0][1], 0.667, 0.2) || !near(rows[1][2], 0.82, 0.2) {
+		t.Errorf("VARIANCE/STDDEV_SAMP per key: %v", rows)
+	}
+
 	// Refusals, before any charge.
 	gov.charged = nil
 	for q, want := range map[string]string{

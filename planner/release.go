@@ -490,6 +490,10 @@ func (r *Release) aggregateRows(ctx *sql.Context, released []release.ReleasedRow
 				row[i] = keys[ki]
 				continue
 			}
+			if k := r.aggOpts.Aggregates[ki-r.groupKeys].Kind; k == dpagg.Avg || k.NeedsBounds() && k != dpagg.Sum {
+				row[i] = rr.Values[ki-r.groupKeys] // a mean or a spread is a DOUBLE, whatever its argument's type
+				continue
+			}
 			row[i] = aggregateValue(ctx, r.schema[i].Type, rr.Values[ki-r.groupKeys])
 		}
 		rows = append(rows, row)

@@ -189,6 +189,8 @@ func Calibrate(o Options) (*Plan, error) {
 		case Avg:
 			b := (a.Upper - a.Lower) / 2
 			ap.Stats = []StatPlan{countStat(m, w/2), sumStat("normalized_sum", m*b, b, w/2)}
+		case VarPop, VarSamp, StdDevPop, StdDevSamp:
+			ap.Stats = spreadStats(m, (a.Upper-a.Lower)/2, w) // spread.go
 		}
 		for i := range ap.Stats {
 			ap.Stats[i].kind = a.Kind
@@ -334,7 +336,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 		}
 		tw, _ := totalW.Float64()
 		a.Share = w / tw
-		if a.Kind != Avg {
+		if len(a.Stats) == 1 {
 			a.StdDev, a.HalfWidth95 = a.Stats[0].StdDev, a.Stats[0].HalfWidth95
 		}
 	}
@@ -396,7 +398,7 @@ func (p *Plan) Lines() []string {
 		}
 		for _, s := range a.Stats {
 			label := name
-			if a.Kind == Avg {
+			if len(a.Stats) > 1 {
 				label += " " + s.Name
 			}
 			out = append(out, fmt.Sprintf("%s: share %.3g, sensitivity l1=%.4g l2=%.4g, %s=%.4g, stddev %.4g, 95%% interval ±%.4g, granularity %g",

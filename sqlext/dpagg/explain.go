@@ -44,7 +44,7 @@ func (p *Plan) Facts() []explain.Fact {
 		facts = append(facts, explain.F(pre+"kind", what, fmt.Sprintf("gets %.3g of the aggregates' budget", a.Share)))
 		for _, s := range a.Stats {
 			sp := pre
-			if a.Kind == Avg {
+			if len(a.Stats) > 1 {
 				sp += s.Name + "."
 			}
 			facts = append(facts,

@@ -30,7 +30,9 @@ const (
 )
 
 // Kinds lists every aggregate kind.
-func Kinds() []Kind { return []Kind{CountRows, CountValues, CountUnits, Sum, Avg} }
+func Kinds() []Kind {
+	return []Kind{CountRows, CountValues, CountUnits, Sum, Avg, VarPop, VarSamp, StdDevPop, StdDevSamp}
+}
 
 // ParseKind maps a name (case-insensitive) to a Kind, or explains which exist.
 func ParseKind(name string) (Kind, error) {
@@ -38,11 +40,15 @@ func ParseKind(name string) (Kind, error) {
 	if slices.Contains(Kinds(), k) {
 		return k, nil
 	}
-	return "", fmt.Errorf("unknown aggregate %q: use one of count, count_column, count_distinct_unit, sum, avg", name)
+	return "", fmt.Errorf("unknown aggregate %q: use one of count, count_column, count_distinct_unit, sum, avg, var_pop, var_samp, stddev_pop, stddev_samp", name)
 }
 
 // clamped reports whether the aggregate needs clamping bounds.
-func (k Kind) clamped() bool { return k == Sum || k == Avg }
+func (k Kind) clamped() bool { return k == Sum || k == Avg || k.spread() }
+
+// NeedsBounds reports whether the aggregate clamps its values to bounds
+// (SUM, AVG, the variances and standard deviations).
+func (k Kind) NeedsBounds() bool { return k.clamped() }
 
 // Aggregate is one aggregate of the SELECT list.
 type Aggregate struct {
@@ -262,6 +268,9 @@ func (o Options) Validate() error {
 		if !finite(a.Lower) || !finite(a.Upper) || !(a.Lower < a.Upper) {
 			return fmt.Errorf("aggregate %d (%s) needs clamping bounds lower < upper, both finite, got lower=%v upper=%v: "+
 				"choose them from public knowledge (the noise scale reveals them), or let the release choose them privately (AutoBounds)", i+1, a.Kind, a.Lower, a.Upper)
+		}
+		if a.Kind.spread() && max(math.Abs(a.Lower), math.Abs(a.Upper)) > 1e150 {
+			return fmt.Errorf("aggregate %d (%s): clamping bounds must be below 1e150 in magnitude (their squares are summed), got lower=%v upper=%v", i+1, a.Kind, a.Lower, a.Upper)
 		}
 		if max(math.Abs(a.Lower), math.Abs(a.Upper)) > 1e300 {
 			return fmt.Errorf("aggregate %d (%s): clamping bounds must be below 1e300 in magnitude, got lower=%v upper=%v", i+1, a.Kind, a.Lower, a.Upper)

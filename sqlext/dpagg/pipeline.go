@@ -75,8 +75,9 @@ type column struct {
 	kind         Kind
 	off          int // first word, 0 if none
 	lower, upper float64
-	mid          float64 // subtracted from every value: 0 for SUM, the midpoint for AVG
+	mid          float64 // subtracted from every value: 0 for SUM, the midpoint for AVG and the spreads
 	h            float64 // row grid
+	h2           float64 // row grid of the squares (spread.go)
 }
 
 type lastSeen struct {
@@ -120,6 +121,12 @@ func columnsOf(o Options, plan *Plan) ([]column, int) {
 			if a.Kind == Avg {
 				c.mid = a.Lower + (a.Upper-a.Lower)/2
 			}
+		case VarPop, VarSamp, StdDevPop, StdDevSamp:
+			c.off = stride
+			stride += 3
+			st := plan.Aggregates[i].Stats
+			c.h, c.h2 = st[1].rowGrid, st[2].rowGrid
+			c.mid = a.Lower + (a.Upper-a.Lower)/2
 		}
 		cols = append(cols, c)
 	}
@@ -188,6 +195,9 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 		// Clamp, centre (AVG) and round to the row grid: |x/h| ≤ 2^30.
 		x := min(max(v.Float, c.lower), c.upper) - c.mid
 		e[c.off+1] += uint64(int64(math.RoundToEven(x / c.h))) // two's complement: adds as int64
+		if c.kind.spread() {
+			e[c.off+2] += uint64(int64(math.RoundToEven(x * x / c.h2))) // x² ≤ b², so ≤ 2^30 units
+		}
 	}
 	return nil
 }
@@ -313,6 +323,11 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 					nn := e[c.off]
 					tot[si][k] += int64(min(nn, m))
 					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
+				case VarPop, VarSamp, StdDevPop, StdDevSamp:
+					nn := e[c.off]
+					tot[si][k] += int64(min(nn, m))
+					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
+					tot[si+2][k] += sumContribution(nn, int64(e[c.off+2]), m, c.h2, &stats[2])
 				}
 				si += len(stats)
 			}
@@ -472,6 +487,8 @@ func (a *AggregatePlan) value(noisy []int64) float64 {
 			v = min(v, 0)
 		}
 		return v
+	case VarPop, VarSamp, StdDevPop, StdDevSamp:
+		return a.spreadValue(noisy) // spread.go
 	case Avg:
 		// Normalised mean (as Google's dpagg.BoundedMean): midpoint plus the
 		// noisy sum of (x − mid) over the noisy count (at least 1), clamped.
