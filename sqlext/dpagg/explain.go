@@ -13,11 +13,21 @@ import (
 // names prefixed "aggregate_i.") its noise and the half-width of a 95 %
 // interval in the value's units.
 func (p *Plan) Facts() []explain.Fact {
+	var groups, rows any = p.MaxGroupsContributed, p.MaxRowsPerGroup
+	if b := p.Bounds; b != nil && b.Chosen == nil {
+		// Placeholders until the release chooses: say so instead.
+		if b.Groups {
+			groups = "chosen privately at release time"
+		}
+		if b.Rows {
+			rows = "chosen privately at release time"
+		}
+	}
 	facts := []explain.Fact{
 		explain.F("epsilon", p.Epsilon, "ε of the whole release: key selection plus aggregates"),
 		explain.F("delta", p.Delta, "δ of the whole release"),
-		explain.F("max_groups_contributed", p.MaxGroupsContributed, "Δ0: each user contributes to at most this many keys, chosen uniformly at random per user"),
-		explain.F("max_rows_per_group", p.MaxRowsPerGroup, "each user contributes at most this many rows to one key's COUNT and SUM"),
+		explain.F("max_groups_contributed", groups, "Δ0: each user contributes to at most this many keys, chosen uniformly at random per user"),
+		explain.F("max_rows_per_group", rows, "each user contributes at most this many rows to one key's COUNT and SUM"),
 	}
 	facts = append(facts, p.Bounds.facts()...)
 	if p.Global {
@@ -46,6 +56,12 @@ func (p *Plan) Facts() []explain.Fact {
 			sp := pre
 			if len(a.Stats) > 1 {
 				sp += s.Name + "."
+			}
+			if p.Bounds != nil && p.Bounds.Chosen == nil {
+				facts = append(facts, explain.F(sp+"noise_scale", "depends on the bounds chosen at release time",
+					fmt.Sprintf("the statistic gets %.3g of the aggregates' budget after the choice's share; its noise scales with the chosen bounds", a.Share)),
+					explain.F(sp+"ci95_half_width", "depends on the bounds chosen at release time", "set the bounds (dp_max_groups_contributed, dp_max_rows_per_group, dp_contribution_bounds) to see it before the release"))
+				continue
 			}
 			facts = append(facts,
 				explain.F(sp+"noise_scale", s.Scale, fmt.Sprintf("%s of the noise (per-user sensitivity ℓ1 %.4g, ℓ2 %.4g; granularity %g)", scaleName(p.Noise), s.L1, s.L2, s.Granularity)),
