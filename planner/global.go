@@ -1,15 +1,19 @@
 package planner
 
 import (
+	"fmt"
+
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/expression/function/aggregation"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // hasSetUnion reports whether one of the expressions is a DP_SET_UNION call.
@@ -162,4 +166,32 @@ func retypeFloats(n sql.Node, fo floatOutputs) (sql.Node, error) {
 	}
 	out, _, err := transform.NodeWithOpaque(n, fix)
 	return out, err
+}
+
+// noteNoKey tells the analyst, in a Note, that the release released no key
+// and how many users a key needs: an empty result otherwise reads as "no
+// data". It is a function of the released (empty) set and of the public
+// calibration, so it reveals nothing more than the release.
+func (r *Release) noteNoKey(ctx *sql.Context) {
+	var cal setunion.Calibration
+	switch {
+	case r.mode == aggregateRows && r.aggPlan.Global:
+		return // one row, always
+	case r.mode == aggregateRows:
+		cal = r.aggPlan.Selection
+	default:
+		c, err := setunion.Calibrate(r.opts)
+		if err != nil {
+			return
+		}
+		cal = c
+	}
+	n, ok := cal.UsersNeeded(0.5, false)
+	if !ok {
+		return
+	}
+	ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
+		"private release on %s.%s released no key: with key selection by %s at ε=%g, δ=%g a key needs about %d users to be released with probability ½; "+
+			"an empty result does not mean that no rows match. Raise dp_epsilon or group by coarser keys",
+		r.db, r.name, cal.Mechanism, cal.Epsilon, cal.Delta, n)})
 }

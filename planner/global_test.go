@@ -73,3 +73,35 @@ func TestGlobalAggregates(t *testing.T) {
 		t.Errorf("refused queries were charged: %+v", gov.charged)
 	}
 }
+
+// TestNotes: a release that chooses bounds privately says which in a Note;
+// one that releases no key says how many users a key needs; neither for a
+// release that sets its bounds and releases keys.
+func TestNotes(t *testing.T) {
+	e := newPolicyEngine(t, &fakeGov{budget: 1000})
+	notes := func(q string) string {
+		_, w, err := session(t, e, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var msgs []string
+		for _, x := range w {
+			if x.Level == "Note" {
+				msgs = append(msgs, x.Message)
+			}
+		}
+		return strings.Join(msgs, " | ")
+	}
+	if n := notes("SELECT item, COUNT(*) FROM visits GROUP BY item"); !strings.Contains(n, "chosen privately") || !strings.Contains(n, "max_rows_per_group=") {
+		t.Errorf("auto bounds: notes %q", n)
+	}
+	if n := notes("SELECT DISTINCT item FROM visits WHERE item LIKE 'only_%'"); !strings.Contains(n, "released no key") || !strings.Contains(n, "users to be released with probability ½") {
+		t.Errorf("empty DISTINCT: notes %q", n)
+	}
+	if n := notes("SELECT /*+ SET_VAR(dp_max_rows_per_group = 1) SET_VAR(dp_max_groups_contributed = 2) */ item, COUNT(*) FROM visits WHERE item LIKE 'only_%' GROUP BY item"); !strings.Contains(n, "released no key") {
+		t.Errorf("empty GROUP BY: notes %q", n)
+	}
+	if n := notes("SELECT /*+ SET_VAR(dp_max_rows_per_group = 1) SET_VAR(dp_max_groups_contributed = 2) */ item, COUNT(*) FROM visits GROUP BY item"); n != "" {
+		t.Errorf("set bounds, keys released: notes %q", n)
+	}
+}

@@ -272,7 +272,11 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 		}
 		return []sql.Row{row}, nil
 	case aggregateRows:
-		return r.aggregateRows(ctx, core.Rows)
+		rows, err := r.aggregateRows(ctx, core.Rows)
+		if err == nil && len(rows) == 0 {
+			r.noteNoKey(ctx) // global.go
+		}
+		return rows, err
 	}
 	released := core.Sets[0] // sorted by encoded key
 	rows := make([]sql.Row, 0, len(released))
@@ -288,6 +292,9 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 			}
 		}
 		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		r.noteNoKey(ctx) // global.go
 	}
 	return rows, nil
 }
