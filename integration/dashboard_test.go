@@ -134,3 +134,30 @@ func TestDefaultBoundsAccuracy(t *testing.T) {
 		t.Errorf("privately chosen bounds (%.3f) are no better than the former defaults (%.3f)", auto, fixed)
 	}
 }
+
+// TestEmptyReleaseNoteOverTheWire: a private GROUP BY that releases no key
+// says so in a Note (SHOW WARNINGS) with the users a key needs.
+func TestEmptyReleaseNoteOverTheWire(t *testing.T) {
+	s := startDemo(t)
+	ctx := context.Background()
+	conn, err := openGo(t, s.analyst).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, "SELECT /*+ SET_VAR(dp_max_groups_contributed = 5) SET_VAR(dp_max_rows_per_group = 1) */ word, COUNT(*) FROM words WHERE user_id = 7 GROUP BY word")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	var level, msg string
+	var code int
+	if err := conn.QueryRowContext(ctx, "SHOW WARNINGS").Scan(&level, &code, &msg); err != nil || n != 0 || level != "Note" || !strings.Contains(msg, "released no key") {
+		t.Errorf("%d rows; note %q %v", n, msg, err)
+	}
+	t.Logf("note: %s", msg)
+}
