@@ -27,13 +27,14 @@ const (
 // AggregateParams are the options of DP aggregates as SQL sees them.
 type AggregateParams struct {
 	// MaxGroups is Δ0, the keys one person contributes to (chosen
-	// uniformly at random per person).
+	// uniformly at random per person); 0 chooses it privately.
 	MaxGroups int
-	// MaxRows bounds one person's rows in one key for COUNT and SUM.
+	// MaxRows bounds one person's rows in one key for COUNT and SUM; 0
+	// chooses it privately.
 	MaxRows int
 	// Bounds is "lower,upper", the clamping bounds of SUM and AVG, or ""
-	// when not set (SUM and AVG then refuse to run: bounds are never
-	// derived from the data).
+	// when not set: each SUM and AVG then has its bounds chosen privately
+	// from the data.
 	Bounds string
 	// Noise is auto, laplace or gaussian.
 	Noise string
@@ -42,10 +43,12 @@ type AggregateParams struct {
 	SelectionShare float64
 }
 
-// DefaultAggregateParams are the session variables' defaults.
+// DefaultAggregateParams are the session variables' defaults: Δ0, m and
+// the clamping bounds unset (0, 0 and ”), so that each release chooses
+// them privately from the data (dpagg's bounds.go) unless the session or a
+// SET_VAR hint gives them.
 func DefaultAggregateParams() AggregateParams {
-	return AggregateParams{MaxGroups: dpagg.DefaultMaxGroupsContributed, MaxRows: dpagg.DefaultMaxRowsPerGroup,
-		Noise: "auto", SelectionShare: dpagg.DefaultSelectionShare}
+	return AggregateParams{Noise: "auto", SelectionShare: dpagg.DefaultSelectionShare}
 }
 
 // ParseBounds parses "lower,upper" (also with parentheses, as BigQuery
@@ -96,11 +99,13 @@ func AggregateOptions(p SetUnionParams, a AggregateParams, kinds []dpagg.Kind) (
 	var bounded bool
 	for _, k := range kinds {
 		agg := dpagg.Aggregate{Kind: k}
-		if k == dpagg.Sum || k == dpagg.Avg {
+		if k.NeedsBounds() {
+			if strings.TrimSpace(a.Bounds) == "" {
+				agg.AutoBounds = true // chosen privately at release time
+				o.Aggregates = append(o.Aggregates, agg)
+				continue
+			}
 			if !bounded {
-				if strings.TrimSpace(a.Bounds) == "" {
-					return dpagg.Options{}, fmt.Errorf("%s needs clamping bounds, which are never derived from the data: SET %s = 'lower,upper' (for example '0,100'), or add /*+ SET_VAR(%s = '0,100') */ after SELECT", strings.ToUpper(string(k)), VarBounds, VarBounds)
-				}
 				var err error
 				if lower, upper, err = ParseBounds(a.Bounds); err != nil {
 					return dpagg.Options{}, err

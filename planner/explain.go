@@ -27,6 +27,9 @@ func (r *Release) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, 
 		what = strings.ToUpper(functions.SetUnionName)
 	case aggregateRows:
 		what = "GROUP BY with DP aggregates"
+		if r.aggPlan.Global {
+			what = "DP aggregates without GROUP BY"
+		}
 	}
 	facts := []explain.Fact{explain.F("release", fmt.Sprintf("%s over %s.%s", what, r.db, r.name), "what the statement releases privately")}
 	if r.mode == aggregateRows {

@@ -118,7 +118,14 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	ctx = ctx.WithContext(context.WithValue(ctx.Context, memoKey{}, map[string]*releaseResult{}))
 	h := &hiddenColumns{ids: map[sql.ColumnId]string{}}
 	ctx = ctx.WithContext(context.WithValue(ctx.Context, hiddenKey{}, h))
+	fo := floatOutputs{}
+	ctx = ctx.WithContext(context.WithValue(ctx.Context, floatKey{}, fo))
 	out, same, err := p.rewriteNode(ctx, n)
+	if err == nil && len(fo) > 0 {
+		if out, err = retypeFloats(out, fo); err == nil {
+			same = transform.NewTree
+		}
+	}
 	if err != nil || len(h.ids) == 0 {
 		return out, same, err
 	}
@@ -548,6 +555,9 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 	if !ok {
 		return nil, nil
 	}
+	if len(g.GroupByExprs) == 0 && !hasSetUnion(g.SelectedExprs) {
+		return p.globalAggregates(ctx, src, g, schema, ids) // global.go
+	}
 	if len(g.GroupByExprs) == 0 {
 		var calls []*functions.SetUnion
 		for _, e := range g.SelectedExprs {
@@ -677,7 +687,7 @@ type aggregate struct {
 func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
 	refuse := func(what string) (aggregate, bool, error) {
 		return aggregate{}, false, release.ErrAccess(src.db, src.name, fmt.Sprintf(
-			"%s is not offered; a private GROUP BY releases noisy COUNT(*), COUNT(expr), COUNT(DISTINCT %s), SUM(expr) and AVG(expr) per privately chosen key (SUM and AVG need dp_contribution_bounds)", what, src.unit))
+			"%s is not offered; a private release gives noisy COUNT(*), COUNT(expr), COUNT(DISTINCT %s), SUM(expr), AVG(expr), VARIANCE/VAR_POP/VAR_SAMP(expr) and STDDEV/STDDEV_POP/STDDEV_SAMP(expr), per privately chosen key with GROUP BY or over the whole table without", what, src.unit))
 	}
 	switch x := e.(type) {
 	case *aggregation.Count:
@@ -699,6 +709,8 @@ func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
 		return aggregate{kind: dpagg.Sum, value: x.Child}, true, nil
 	case *aggregation.Avg:
 		return aggregate{kind: dpagg.Avg, value: x.Child}, true, nil
+	case *aggregation.VarPop, *aggregation.VarSamp, *aggregation.StdDevPop, *aggregation.StdDevSamp:
+		return spreadOf(e) // global.go
 	case sql.Aggregation:
 		return refuse(describeAggregate(e))
 	}
@@ -725,7 +737,7 @@ func isConstantNonNull(e sql.Expression) bool {
 // newAggregateRelease builds the release of a private GROUP BY with DP
 // aggregates: the options from the session (and the statement's SET_VAR
 // hints), calibrated now so that bad options fail before any charge.
-func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression) (*Release, error) {
+func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression, adjust ...func(*dpagg.Options)) (*Release, error) {
 	kinds := make([]dpagg.Kind, len(aggs))
 	var values []sql.Expression
 	valueOf := make([]int, len(aggs))
@@ -744,6 +756,9 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 	if err == nil {
 		var o dpagg.Options
 		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		for _, f := range adjust {
+			f(&o)
+		}
 		if err == nil {
 			var plan *dpagg.Plan
 			if plan, err = dpagg.Calibrate(o); err == nil {
@@ -752,6 +767,7 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 					return nil, err
 				}
 				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
+				markFloatOutputs(ctx, r)
 				return r, nil
 			}
 		}

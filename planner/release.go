@@ -120,8 +120,9 @@ func (r *Release) String() string {
 	case setUnions:
 		what = "DP_SET_UNION"
 	case aggregateRows:
-		return fmt.Sprintf("PrivateRelease(GROUP BY with DP aggregates over %s.%s: selection %s, ε=%g δ=%g)",
-			r.db, r.name, r.aggPlan.Selection.Mechanism, r.aggOpts.Epsilon, r.aggOpts.Delta)
+		fn, mech := r.aggregateNames()
+		return fmt.Sprintf("PrivateRelease(%s over %s.%s: selection %s, ε=%g δ=%g)",
+			fn, r.db, r.name, mech, r.aggOpts.Epsilon, r.aggOpts.Delta)
 	}
 	var mechs []string
 	for _, o := range r.options() {
@@ -152,9 +153,10 @@ func (r *Release) requests(ctx *sql.Context) []release.Request {
 		fn = strings.ToUpper(functions.SetUnionName)
 	case aggregateRows:
 		cost, _ := accounting.Aggregates(r.aggPlan)
+		fn, mech := r.aggregateNames()
 		return []release.Request{{
-			Function: "GROUP BY aggregates", Database: r.db, Table: r.name,
-			Epsilon: r.aggOpts.Epsilon, Delta: r.aggOpts.Delta, Mechanism: string(r.aggPlan.Selection.Mechanism),
+			Function: fn, Database: r.db, Table: r.name,
+			Epsilon: r.aggOpts.Epsilon, Delta: r.aggOpts.Delta, Mechanism: mech,
 			Query: ctx.Query(), Cost: cost, Reuse: key,
 		}}
 	}
@@ -270,7 +272,11 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 		}
 		return []sql.Row{row}, nil
 	case aggregateRows:
-		return r.aggregateRows(ctx, core.Rows)
+		rows, err := r.aggregateRows(ctx, core.Rows)
+		if err == nil && len(rows) == 0 {
+			r.noteNoKey(ctx) // global.go
+		}
+		return rows, err
 	}
 	released := core.Sets[0] // sorted by encoded key
 	rows := make([]sql.Row, 0, len(released))
@@ -286,6 +292,9 @@ func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
 			}
 		}
 		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		r.noteNoKey(ctx) // global.go
 	}
 	return rows, nil
 }
@@ -459,44 +468,7 @@ func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (r
 		return stored, u, err
 	}
 	*flight = u
-	enc := keyEncoder{n: r.groupKeys}
-	var kbuf []byte
-	vals := make([]dpagg.Value, len(r.aggValue))
-	err = r.scan.Run(ctx, func(row *release.Row) {
-		var ok bool
-		if kbuf, ok = enc.encode(kbuf[:0], row); !ok {
-			return
-		}
-		for i, k := range r.aggValue {
-			vals[i] = dpagg.Null
-			if k < 0 {
-				continue
-			}
-			v, ok := row.Key(k)
-			if !ok {
-				return // the value failed: the row is skipped
-			}
-			if v == nil {
-				continue
-			}
-			f, _, err := types.Float64.Convert(row.Context(), v)
-			if err != nil {
-				return
-			}
-			if x, ok := f.(float64); ok {
-				vals[i] = dpagg.Float(x)
-			}
-		}
-		_ = pipe.Add(row.Unit(), kbuf, vals)
-	})
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	rng := r.rnd
-	if rng == nil {
-		rng = securerand.New
-	}
-	res, err := pipe.ReleaseContext(ctx, rng())
+	res, err := r.runAggregates(ctx, pipe) // aggscan.go
 	if err != nil {
 		return release.Released{}, nil, err
 	}
@@ -523,6 +495,10 @@ func (r *Release) aggregateRows(ctx *sql.Context, released []release.ReleasedRow
 			}
 			if ki < r.groupKeys {
 				row[i] = keys[ki]
+				continue
+			}
+			if k := r.aggOpts.Aggregates[ki-r.groupKeys].Kind; k == dpagg.Avg || k.NeedsBounds() && k != dpagg.Sum {
+				row[i] = rr.Values[ki-r.groupKeys] // a mean or a spread is a DOUBLE, whatever its argument's type
 				continue
 			}
 			row[i] = aggregateValue(ctx, r.schema[i].Type, rr.Values[ki-r.groupKeys])

@@ -117,9 +117,10 @@ func ErrAccess(db, table, why string) error {
 	return mysql.NewSQLError(ERTableAccessDenied, "42000",
 		"SELECT command denied for table '%s.%s': %s. An analyst may read a protected table only through a private release: "+
 			"SELECT DISTINCT c1[, c2…] FROM %s [WHERE …], SELECT c… FROM %s [WHERE …] GROUP BY c…, "+
+			"SELECT COUNT(*), SUM(x), AVG(x)… FROM %s [WHERE …] (one noisy row), "+
 			"SELECT DP_SET_UNION(item, privacy_unit) FROM %s [WHERE …], or SELECT * FROM DP_NGRAMS('%s.%s', …); "+
 			"metadata (DESCRIBE, SHOW COLUMNS, SHOW CREATE TABLE) is allowed",
-		db, table, why, table, table, table, db, table)
+		db, table, why, table, table, table, table, db, table)
 }
 
 // ErrNotAllowed is the refusal of an expression a release may not

@@ -91,8 +91,8 @@ func TestServeEmbeddedDefault(t *testing.T) {
 		t.Errorf("DP_BUDGET: spent %v in %d releases, %v", spent, releases, err)
 	}
 	var c int
-	if err := analyst.QueryRow("SELECT COUNT(*) FROM words").Scan(&c); mysqlNumber(err) != 1142 {
-		t.Errorf("COUNT(*) as analyst: %v", err)
+	if err := analyst.QueryRow("SELECT user_id FROM words LIMIT 1").Scan(&c); mysqlNumber(err) != 1142 {
+		t.Errorf("raw read as analyst: %v", err)
 	}
 	admin := openAs(t, addr, "admin", pass["admin"], "demo")
 	var host string

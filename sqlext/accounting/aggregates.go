@@ -20,15 +20,20 @@ func Aggregates(p *dpagg.Plan) (Cost, error) {
 	if p == nil {
 		return Cost{}, fmt.Errorf("accounting: no aggregates plan")
 	}
-	sel, err := SetUnion(p.Selection)
-	if err != nil {
-		return Cost{}, err
-	}
 	c := Cost{Releases: 1, Epsilon: p.Epsilon, Delta: p.Delta}
-	if sel.BasicEpsilon > 0 || sel.BasicDelta > 0 {
-		return Basic(p.Epsilon, p.Delta), nil
+	if !p.Global { // a global release selects no key: its statistics are all it costs
+		sel, err := SetUnion(p.Selection)
+		if err != nil {
+			return Cost{}, err
+		}
+		if sel.BasicEpsilon > 0 || sel.BasicDelta > 0 {
+			return Basic(p.Epsilon, p.Delta), nil
+		}
+		c.Rho, c.GaussianRho, c.ThresholdFail = sel.Rho, sel.GaussianRho, sel.ThresholdFail
 	}
-	c.Rho, c.GaussianRho, c.ThresholdFail = sel.Rho, sel.GaussianRho, sel.ThresholdFail
+	if p.Bounds != nil {
+		c.Rho += p.Bounds.Rho // the tests of the private choice of bounds
+	}
 	for _, a := range p.Aggregates {
 		for _, s := range a.Stats {
 			switch {

@@ -41,6 +41,14 @@ type Plan struct {
 	AnalyticUnitSigma float64 `json:"analytic_unit_sigma,omitempty"`
 	// Aggregates holds one entry per aggregate, in order.
 	Aggregates []AggregatePlan `json:"aggregates"`
+	// Global is set for a release of one row without key selection
+	// (Options.Global); Selection is then empty.
+	Global bool `json:"global,omitempty"`
+	// Bounds is the private choice of the bounds the options leave unset
+	// (bounds.go), or nil. Until the choice is made, the plan's Δ0, m and
+	// clamping bounds are placeholders (1, 1 and [0, 1]) and so are its
+	// noise scales; the budget split is final.
+	Bounds *BoundsPlan `json:"bounds,omitempty"`
 
 	setunionOpts setunion.Options
 }
@@ -142,12 +150,23 @@ func Calibrate(o Options) (*Plan, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	auto := o.autoBounds()
+	if auto != nil {
+		auto.Chosen = o.chosen
+		o = o.withPlaceholders()
+		if o.Noise == NoiseAuto {
+			o.Noise = Gaussian // the choice spends a share of the Gaussian ρ
+		}
+	}
 	p := &Plan{
 		Epsilon: o.Epsilon, Delta: o.Delta,
 		MaxGroupsContributed: o.MaxGroupsContributed, MaxRowsPerGroup: o.MaxRowsPerGroup,
-		Noise: o.Noise,
+		Noise: o.Noise, Global: o.Global, Bounds: auto,
 	}
-	d0 := float64(o.MaxGroupsContributed)
+	if o.Global {
+		p.MaxGroupsContributed = 1
+	}
+	d0 := float64(p.MaxGroupsContributed)
 
 	// Statistics and their weights.
 	var stats []*StatPlan
@@ -170,6 +189,8 @@ func Calibrate(o Options) (*Plan, error) {
 		case Avg:
 			b := (a.Upper - a.Lower) / 2
 			ap.Stats = []StatPlan{countStat(m, w/2), sumStat("normalized_sum", m*b, b, w/2)}
+		case VarPop, VarSamp, StdDevPop, StdDevSamp:
+			ap.Stats = spreadStats(m, (a.Upper-a.Lower)/2, w) // spread.go
 		}
 		for i := range ap.Stats {
 			ap.Stats[i].kind = a.Kind
@@ -181,6 +202,10 @@ func Calibrate(o Options) (*Plan, error) {
 		for j := range p.Aggregates[i].Stats {
 			stats = append(stats, &p.Aggregates[i].Stats[j])
 		}
+	}
+
+	if o.Global {
+		return p.calibrateGlobal(o, stats, totalW)
 	}
 
 	// Budget split.
@@ -211,14 +236,21 @@ func Calibrate(o Options) (*Plan, error) {
 	if len(stats) == 0 {
 		return p, nil
 	}
+	return p, p.calibrateNoise(o, stats, totalW, epsAgg, deltaAgg)
+}
 
+// calibrateNoise calibrates every statistic's noise to the aggregates'
+// exact share (ε_a, δ_a) of the budget, split by the weights (see
+// Calibrate), and fills the shares and sensitivities.
+func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, deltaAgg *big.Rat) error {
+	d0 := float64(p.MaxGroupsContributed)
 	switch p.Noise {
 	case Laplace:
 		for _, s := range stats {
 			// ε_i = w_i/W·ε_a and b_i = Δ0·Units/ε_i, exactly, then rounded up.
 			epsI := new(big.Rat).Mul(epsAgg, new(big.Rat).Quo(exactRat(s.weight), totalW))
 			s.fitGrid(d0 / ratFloorFloat(epsI)) // b = (Δ0/ε_i)·Units
-			b := new(big.Rat).SetInt64(int64(o.MaxGroupsContributed) * s.Units)
+			b := new(big.Rat).SetInt64(int64(p.MaxGroupsContributed) * s.Units)
 			b.Quo(b, epsI)
 			// Scales below 2^−32 (noise 0 except with probability
 			// e^(−2^32)) are raised to it so that the rational fits the
@@ -227,11 +259,11 @@ func Calibrate(o Options) (*Plan, error) {
 				b = floor
 			}
 			if bf, _ := b.Float64(); bf > maxScaleUnits {
-				return nil, s.tooLarge(bf)
+				return s.tooLarge(bf)
 			}
 			l, err := discrete.NewLaplaceRat(discrete.RoundUp(b, 30))
 			if err != nil {
-				return nil, fmt.Errorf("aggregate noise: %w (lower epsilon or max_groups_contributed are too extreme)", err)
+				return fmt.Errorf("aggregate noise: %w (lower epsilon or max_groups_contributed are too extreme)", err)
 			}
 			s.lap = l
 			s.Epsilon = ratFloorFloat(epsI)
@@ -245,9 +277,12 @@ func Calibrate(o Options) (*Plan, error) {
 		da := ratFloorFloat(deltaAgg)
 		rho, err := maxRho(ea, da)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.Rho = rho
+		if p.Bounds != nil {
+			rho = p.Bounds.setBoundsBudget(rho) // the statistics' part
+		}
 		p.UnitSigma = 1 / math.Sqrt(2*rho)
 		if s, err := noise.GaussianSigma(ea, da, 1); err == nil {
 			p.AnalyticUnitSigma = s
@@ -262,15 +297,15 @@ func Calibrate(o Options) (*Plan, error) {
 			// σ² = Δ0·Units²/(2ρ_i) in units of g², exactly from the floats.
 			num := new(big.Int).SetInt64(s.Units)
 			num.Mul(num, num)
-			num.Mul(num, big.NewInt(int64(o.MaxGroupsContributed)))
+			num.Mul(num, big.NewInt(int64(p.MaxGroupsContributed)))
 			s2 := new(big.Rat).SetInt(num)
 			s2.Quo(s2, new(big.Rat).Mul(big.NewRat(2, 1), exactRat(rhoI)))
 			if sf, _ := s2.Float64(); math.Sqrt(sf) > maxScaleUnits {
-				return nil, s.tooLarge(math.Sqrt(sf))
+				return s.tooLarge(math.Sqrt(sf))
 			}
 			g, err := discrete.NewGaussian(discrete.RoundUp(s2, 48))
 			if err != nil {
-				return nil, fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
+				return fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
 			}
 			s.gau = g
 			// Actual ρ_i = Δ0·Units²/(2σ²) for the rounded-up σ².
@@ -284,13 +319,13 @@ func Calibrate(o Options) (*Plan, error) {
 			s.HalfWidth95 = float64(g.HalfWidth(0.95)) * s.Granularity
 		}
 		if rhoUsed.Cmp(exactRat(rho)) > 0 {
-			return nil, fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
+			return fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
 		}
 	}
 	p.finishSensitivities()
 	for _, s := range stats {
 		if units := s.Scale / s.Granularity; units > maxScaleUnits {
-			return nil, s.tooLarge(units)
+			return s.tooLarge(units)
 		}
 	}
 	for i := range p.Aggregates {
@@ -301,11 +336,11 @@ func Calibrate(o Options) (*Plan, error) {
 		}
 		tw, _ := totalW.Float64()
 		a.Share = w / tw
-		if a.Kind != Avg {
+		if len(a.Stats) == 1 {
 			a.StdDev, a.HalfWidth95 = a.Stats[0].StdDev, a.Stats[0].HalfWidth95
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // autoNoise resolves NoiseAuto (see Calibrate); deltaAgg is the aggregates'
@@ -337,8 +372,12 @@ func (p *Plan) Lines() []string {
 	out := []string{
 		fmt.Sprintf("release: epsilon=%g delta=%g, max_groups_contributed=%d, max_rows_per_group=%d",
 			p.Epsilon, p.Delta, p.MaxGroupsContributed, p.MaxRowsPerGroup),
-		fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
-			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho),
+	}
+	if p.Global {
+		out = append(out, "key selection: none (no GROUP BY: one row, always released)")
+	} else {
+		out = append(out, fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
+			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho))
 	}
 	if len(p.Aggregates) == 0 {
 		return out
@@ -359,7 +398,7 @@ func (p *Plan) Lines() []string {
 		}
 		for _, s := range a.Stats {
 			label := name
-			if a.Kind == Avg {
+			if len(a.Stats) > 1 {
 				label += " " + s.Name
 			}
 			out = append(out, fmt.Sprintf("%s: share %.3g, sensitivity l1=%.4g l2=%.4g, %s=%.4g, stddev %.4g, 95%% interval ±%.4g, granularity %g",

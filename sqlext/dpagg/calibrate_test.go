@@ -252,8 +252,8 @@ func TestValidateRejects(t *testing.T) {
 	}{
 		{mut(func(o *Options) { o.Epsilon = 0 }), "epsilon"},
 		{mut(func(o *Options) { o.Delta = 1 }), "delta"},
-		{mut(func(o *Options) { o.MaxGroupsContributed = 0 }), "max_groups_contributed"},
-		{mut(func(o *Options) { o.MaxRowsPerGroup = 0 }), "max_rows_per_group"},
+		{mut(func(o *Options) { o.MaxGroupsContributed = -1 }), "max_groups_contributed"},
+		{mut(func(o *Options) { o.MaxRowsPerGroup = -1 }), "max_rows_per_group"},
 		{mut(func(o *Options) { o.Noise = "uniform" }), "noise"},
 		{mut(func(o *Options) { o.SelectionShare = 1 }), "selection_share"},
 		{mut(func(o *Options) { o.SelectionDeltaShare = -0.5 }), "selection_delta_share"},

@@ -149,9 +149,16 @@
 // sensitivity needs, and no proof: docs/privacy.md §7), dp_sips (its rounds re-sample each
 // user's keys, so no single Δ0-sample can serve selection and aggregates, and
 // a pre-sampled input would no longer be what a DISTINCT releases), the
-// disabled policy_gaussian_l1, single_item unless Δ0 = 1, and SUM or AVG
-// without finite bounds lower < upper: bounds are never derived from the
-// data. Calibrate says which and why.
+// disabled policy_gaussian_l1, single_item unless Δ0 = 1, SUM or AVG
+// with given bounds that are not finite with lower < upper, and Laplace
+// noise with a bound left to choose. Calibrate says which and why.
+//
+// # Bounds chosen privately, and global releases
+//
+// Δ0 = 0, m = 0 and Aggregate.AutoBounds leave those bounds to a private
+// choice at release time with a share of the aggregates' ρ (bounds.go has
+// the mechanism and its proof). Options.Global releases one row over all
+// rows without key selection (global.go).
 //
 // # Limits
 //

@@ -2,6 +2,7 @@ package dpagg
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dpsql/dpsql/sqlext/explain"
 )
@@ -12,13 +13,28 @@ import (
 // names prefixed "aggregate_i.") its noise and the half-width of a 95 %
 // interval in the value's units.
 func (p *Plan) Facts() []explain.Fact {
+	var groups, rows any = p.MaxGroupsContributed, p.MaxRowsPerGroup
+	if b := p.Bounds; b != nil && b.Chosen == nil {
+		// Placeholders until the release chooses: say so instead.
+		if b.Groups {
+			groups = "chosen privately at release time"
+		}
+		if b.Rows {
+			rows = "chosen privately at release time"
+		}
+	}
 	facts := []explain.Fact{
 		explain.F("epsilon", p.Epsilon, "ε of the whole release: key selection plus aggregates"),
 		explain.F("delta", p.Delta, "δ of the whole release"),
-		explain.F("max_groups_contributed", p.MaxGroupsContributed, "Δ0: each user contributes to at most this many keys, chosen uniformly at random per user"),
-		explain.F("max_rows_per_group", p.MaxRowsPerGroup, "each user contributes at most this many rows to one key's COUNT and SUM"),
+		explain.F("max_groups_contributed", groups, "Δ0: each user contributes to at most this many keys, chosen uniformly at random per user"),
+		explain.F("max_rows_per_group", rows, "each user contributes at most this many rows to one key's COUNT and SUM"),
 	}
-	facts = append(facts, explain.Prefix("selection.", p.Selection.Facts())...)
+	facts = append(facts, p.Bounds.facts()...)
+	if p.Global {
+		facts = append(facts, explain.F("key_selection", "none", "no GROUP BY: one row over all rows is always released, so all of ε and δ go to the aggregates and max_groups_contributed is 1"))
+	} else {
+		facts = append(facts, explain.Prefix("selection.", p.Selection.Facts())...)
+	}
 	if len(p.Aggregates) == 0 {
 		return facts
 	}
@@ -38,8 +54,14 @@ func (p *Plan) Facts() []explain.Fact {
 		facts = append(facts, explain.F(pre+"kind", what, fmt.Sprintf("gets %.3g of the aggregates' budget", a.Share)))
 		for _, s := range a.Stats {
 			sp := pre
-			if a.Kind == Avg {
+			if len(a.Stats) > 1 {
 				sp += s.Name + "."
+			}
+			if p.Bounds != nil && p.Bounds.Chosen == nil {
+				facts = append(facts, explain.F(sp+"noise_scale", "depends on the bounds chosen at release time",
+					fmt.Sprintf("the statistic gets %.3g of the aggregates' budget after the choice's share; its noise scales with the chosen bounds", a.Share)),
+					explain.F(sp+"ci95_half_width", "depends on the bounds chosen at release time", "set the bounds (dp_max_groups_contributed, dp_max_rows_per_group, dp_contribution_bounds) to see it before the release"))
+				continue
 			}
 			facts = append(facts,
 				explain.F(sp+"noise_scale", s.Scale, fmt.Sprintf("%s of the noise (per-user sensitivity ℓ1 %.4g, ℓ2 %.4g; granularity %g)", scaleName(p.Noise), s.L1, s.L2, s.Granularity)),
@@ -59,4 +81,33 @@ func scaleName(n Noise) string {
 		return "σ"
 	}
 	return "b"
+}
+
+// facts describes the private choice of bounds (none for nil).
+func (b *BoundsPlan) facts() []explain.Fact {
+	if b == nil {
+		return nil
+	}
+	var what []string
+	if b.Groups {
+		what = append(what, "max_groups_contributed")
+	}
+	if b.Rows {
+		what = append(what, "max_rows_per_group")
+	}
+	if len(b.Values) > 0 {
+		what = append(what, fmt.Sprintf("the clamping bounds of %d SUM/AVG", len(b.Values)))
+	}
+	out := []explain.Fact{
+		explain.F("bounds.chosen_privately", strings.Join(what, ", "), "left unset by the session and the configuration, so chosen from the data at release time by noisy tests (the values above are placeholders)"),
+		explain.F("bounds.rho", b.Rho, fmt.Sprintf("zCDP ρ of the choice: %.0f%% of the aggregates' ρ", 100*BoundsShare)),
+		explain.F("bounds.tests", b.Tests, "noisy tests of the choice (binary searches over public grids)"),
+		explain.F("bounds.test_sigma", b.TestSigma, "σ of each test's Gaussian noise, in users"),
+		explain.F("bounds.truncate", b.Truncate, "each chosen bound truncates about this share of the users"),
+		explain.F("bounds.min_users", b.MinUsers, fmt.Sprintf("below about this many users, max_groups_contributed = %d and max_rows_per_group = %d instead (the tests cannot tell bounds apart)", FallbackMaxGroups, FallbackMaxRows)),
+	}
+	if c := b.Chosen; c != nil {
+		out = append(out, explain.F("bounds.chosen", c.String(), "the privately chosen bounds (a DP output)"))
+	}
+	return out
 }

@@ -30,7 +30,9 @@ const (
 )
 
 // Kinds lists every aggregate kind.
-func Kinds() []Kind { return []Kind{CountRows, CountValues, CountUnits, Sum, Avg} }
+func Kinds() []Kind {
+	return []Kind{CountRows, CountValues, CountUnits, Sum, Avg, VarPop, VarSamp, StdDevPop, StdDevSamp}
+}
 
 // ParseKind maps a name (case-insensitive) to a Kind, or explains which exist.
 func ParseKind(name string) (Kind, error) {
@@ -38,23 +40,32 @@ func ParseKind(name string) (Kind, error) {
 	if slices.Contains(Kinds(), k) {
 		return k, nil
 	}
-	return "", fmt.Errorf("unknown aggregate %q: use one of count, count_column, count_distinct_unit, sum, avg", name)
+	return "", fmt.Errorf("unknown aggregate %q: use one of count, count_column, count_distinct_unit, sum, avg, var_pop, var_samp, stddev_pop, stddev_samp", name)
 }
 
 // clamped reports whether the aggregate needs clamping bounds.
-func (k Kind) clamped() bool { return k == Sum || k == Avg }
+func (k Kind) clamped() bool { return k == Sum || k == Avg || k.spread() }
+
+// NeedsBounds reports whether the aggregate clamps its values to bounds
+// (SUM, AVG, the variances and standard deviations).
+func (k Kind) NeedsBounds() bool { return k.clamped() }
 
 // Aggregate is one aggregate of the SELECT list.
 type Aggregate struct {
 	Kind Kind `json:"kind"`
 	// Lower and Upper clamp every value of SUM and AVG (Lower < Upper, both
-	// finite). They are required and must not be derived from the protected
-	// data: the noise scale reveals them.
+	// finite). Unless AutoBounds is set they are required and must not be
+	// derived from the protected data (the noise scale reveals them); with
+	// AutoBounds they are chosen privately (bounds.go).
 	Lower float64 `json:"lower,omitempty"`
 	Upper float64 `json:"upper,omitempty"`
 	// Weight is the aggregate's relative share of the aggregates' budget;
 	// 0 means 1 (equal shares).
 	Weight float64 `json:"weight,omitempty"`
+	// AutoBounds (SUM and AVG) has Lower and Upper chosen privately from
+	// the data at release time (bounds.go); Lower and Upper are then
+	// ignored.
+	AutoBounds bool `json:"auto_bounds,omitempty"`
 }
 
 // Noise is the noise family of the aggregates.
@@ -127,6 +138,13 @@ type Options struct {
 	Alpha *float64 `json:"alpha,omitempty"`
 	// Aggregates are the aggregates released per key, in output order.
 	Aggregates []Aggregate `json:"aggregates"`
+	// Global releases one row over the whole input (SQL without GROUP BY):
+	// every row has the same (empty) key, the key is public and always
+	// released, so there is no key selection and the aggregates get all of
+	// ε and δ; max_groups_contributed is 1 (see global.go).
+	Global bool `json:"global,omitempty"`
+
+	chosen *Chosen // the privately chosen bounds, for the release's real plan
 }
 
 // Default values of Defaults.
@@ -193,11 +211,14 @@ func (o Options) Validate() error {
 	if err := checks.Delta(o.Delta); err != nil {
 		return err
 	}
-	if o.MaxGroupsContributed < 1 || o.MaxGroupsContributed > setunion.MaxMaxItems {
-		return fmt.Errorf("max_groups_contributed must be an integer from 1 to %d, got %d", setunion.MaxMaxItems, o.MaxGroupsContributed)
+	if o.MaxGroupsContributed < 0 || o.MaxGroupsContributed > setunion.MaxMaxItems {
+		return fmt.Errorf("max_groups_contributed must be an integer from 1 to %d, or 0 to choose it privately from the data, got %d", setunion.MaxMaxItems, o.MaxGroupsContributed)
 	}
-	if o.MaxRowsPerGroup < 1 || o.MaxRowsPerGroup > MaxMaxRowsPerGroup {
-		return fmt.Errorf("max_rows_per_group must be an integer from 1 to %d, got %d", MaxMaxRowsPerGroup, o.MaxRowsPerGroup)
+	if o.MaxRowsPerGroup < 0 || o.MaxRowsPerGroup > MaxMaxRowsPerGroup {
+		return fmt.Errorf("max_rows_per_group must be an integer from 1 to %d, or 0 to choose it privately from the data, got %d", MaxMaxRowsPerGroup, o.MaxRowsPerGroup)
+	}
+	if o.autoBounds() != nil && o.Noise == Laplace {
+		return fmt.Errorf("noise laplace needs every contribution bound given (max_groups_contributed, max_rows_per_group and the clamping bounds of SUM and AVG): the private choice of bounds spends a share of the Gaussian aggregates' zCDP budget; use noise gaussian or auto, or set the bounds")
 	}
 	if _, err := ParseNoise(string(o.Noise)); err != nil {
 		return err
@@ -225,7 +246,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("mechanism %s does not bound users to max_groups_contributed keys, which the aggregates' sensitivity needs; use a bounded mechanism such as %s", m, DefaultSelectionMechanism)
 	case m == setunion.DPSIPS:
 		return fmt.Errorf("mechanism %s re-samples every user's keys in each round, so no single sample of max_groups_contributed keys can serve both selection and aggregates; use a one-histogram mechanism such as %s", m, DefaultSelectionMechanism)
-	case m == setunion.SingleItem && o.MaxGroupsContributed != 1:
+	case m == setunion.SingleItem && o.MaxGroupsContributed != 1 && !o.Global:
 		return fmt.Errorf("mechanism %s keeps one key per user; set max_groups_contributed=1 (got %d)", m, o.MaxGroupsContributed)
 	}
 	if o.Alpha != nil && (!(*o.Alpha >= 0) || math.IsInf(*o.Alpha, 0)) {
@@ -241,12 +262,15 @@ func (o Options) Validate() error {
 		if !(a.Weight >= 0) || math.IsInf(a.Weight, 0) {
 			return fmt.Errorf("aggregate %d (%s): weight must be a finite number ≥ 0 (0 means 1), got %v", i+1, a.Kind, a.Weight)
 		}
-		if !a.Kind.clamped() {
+		if !a.Kind.clamped() || a.AutoBounds {
 			continue
 		}
 		if !finite(a.Lower) || !finite(a.Upper) || !(a.Lower < a.Upper) {
 			return fmt.Errorf("aggregate %d (%s) needs clamping bounds lower < upper, both finite, got lower=%v upper=%v: "+
-				"choose them from public knowledge (they are never derived from the data, and the noise scale reveals them)", i+1, a.Kind, a.Lower, a.Upper)
+				"choose them from public knowledge (the noise scale reveals them), or let the release choose them privately (AutoBounds)", i+1, a.Kind, a.Lower, a.Upper)
+		}
+		if a.Kind.spread() && max(math.Abs(a.Lower), math.Abs(a.Upper)) > 1e150 {
+			return fmt.Errorf("aggregate %d (%s): clamping bounds must be below 1e150 in magnitude (their squares are summed), got lower=%v upper=%v", i+1, a.Kind, a.Lower, a.Upper)
 		}
 		if max(math.Abs(a.Lower), math.Abs(a.Upper)) > 1e300 {
 			return fmt.Errorf("aggregate %d (%s): clamping bounds must be below 1e300 in magnitude, got lower=%v upper=%v", i+1, a.Kind, a.Lower, a.Upper)

@@ -57,6 +57,15 @@ type Pipeline struct {
 	tot   totals // the release's pre-noise totals, kept for tests
 
 	order, scratch []uint64 // compaction buffers
+
+	// The private choice of bounds (bounds.go): the options as given, the
+	// first pass's per-user extremes of the auto-bounded values, the tests
+	// and what they chose.
+	opts       Options
+	valueStats [][]userValues
+	valueUsers map[string]int
+	tests      *tester
+	chosen     *Chosen
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -66,8 +75,9 @@ type column struct {
 	kind         Kind
 	off          int // first word, 0 if none
 	lower, upper float64
-	mid          float64 // subtracted from every value: 0 for SUM, the midpoint for AVG
+	mid          float64 // subtracted from every value: 0 for SUM, the midpoint for AVG and the spreads
 	h            float64 // row grid
+	h2           float64 // row grid of the squares (spread.go)
 }
 
 type lastSeen struct {
@@ -83,25 +93,44 @@ func New(o Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{plan: plan, stride: 1, userIdx: map[string]uint32{}, keyIdx: map[string]uint32{}}
+	p := &Pipeline{plan: plan, opts: o, userIdx: map[string]uint32{}, keyIdx: map[string]uint32{}}
+	p.cols, p.stride = columnsOf(o.withPlaceholders(), plan)
+	if b := plan.Bounds; b != nil && len(b.Values) > 0 {
+		p.valueStats = make([][]userValues, len(b.Values))
+		p.valueUsers = map[string]int{}
+	}
+	return p, nil
+}
+
+// columnsOf lays out the per-pair words of the aggregates of o (with every
+// bound fixed) and plan.
+func columnsOf(o Options, plan *Plan) ([]column, int) {
+	var cols []column
+	stride := 1
 	for i, a := range o.Aggregates {
 		c := column{kind: a.Kind, lower: a.Lower, upper: a.Upper}
 		switch a.Kind {
 		case CountValues:
-			c.off = p.stride
-			p.stride++
+			c.off = stride
+			stride++
 		case Sum, Avg:
-			c.off = p.stride
-			p.stride += 2
+			c.off = stride
+			stride += 2
 			st := plan.Aggregates[i].Stats
 			c.h = st[len(st)-1].rowGrid
 			if a.Kind == Avg {
 				c.mid = a.Lower + (a.Upper-a.Lower)/2
 			}
+		case VarPop, VarSamp, StdDevPop, StdDevSamp:
+			c.off = stride
+			stride += 3
+			st := plan.Aggregates[i].Stats
+			c.h, c.h2 = st[1].rowGrid, st[2].rowGrid
+			c.mid = a.Lower + (a.Upper-a.Lower)/2
 		}
-		p.cols = append(p.cols, c)
+		cols = append(cols, c)
 	}
-	return p, nil
+	return cols, stride
 }
 
 // Plan returns the plan the release will use.
@@ -113,11 +142,17 @@ func (p *Pipeline) Plan() *Plan { return p.plan }
 // unit) are ignored). NULL values are skipped by COUNT(col), SUM and AVG, as
 // in SQL; so are NaNs; ±Inf are clamped. Add copies what it keeps.
 func (p *Pipeline) Add(unit, key []byte, values []Value) error {
+	if p.plan.Global && len(key) != 0 {
+		return errors.New("dpagg: a global release takes rows with the empty key only")
+	}
 	if len(values) != len(p.cols) {
 		return fmt.Errorf("dpagg: row has %d values for %d aggregates", len(values), len(p.cols))
 	}
 	if p.done {
 		return errors.New("dpagg: Add after Release")
+	}
+	if p.valueStats != nil {
+		return errors.New("dpagg: this release chooses clamping bounds: feed the rows to AddValues and call ChooseValueBounds before Add")
 	}
 	if len(unit) == 0 {
 		return nil
@@ -160,6 +195,9 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 		// Clamp, centre (AVG) and round to the row grid: |x/h| ≤ 2^30.
 		x := min(max(v.Float, c.lower), c.upper) - c.mid
 		e[c.off+1] += uint64(int64(math.RoundToEven(x / c.h))) // two's complement: adds as int64
+		if c.kind.spread() {
+			e[c.off+2] += uint64(int64(math.RoundToEven(x * x / c.h2))) // x² ≤ b², so ≤ 2^30 units
+		}
 	}
 	return nil
 }
@@ -285,6 +323,11 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 					nn := e[c.off]
 					tot[si][k] += int64(min(nn, m))
 					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
+				case VarPop, VarSamp, StdDevPop, StdDevSamp:
+					nn := e[c.off]
+					tot[si][k] += int64(min(nn, m))
+					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
+					tot[si+2][k] += sumContribution(nn, int64(e[c.off+2]), m, c.h2, &stats[2])
 				}
 				si += len(stats)
 			}
@@ -332,6 +375,9 @@ type Result struct {
 	// Stats describe the input; they are operator-only (see setunion.Stats),
 	// never for an analyst.
 	Stats setunion.Stats
+	// Chosen holds the privately chosen bounds (nil if none were chosen):
+	// a DP output, which may be shown.
+	Chosen *Chosen
 }
 
 // Release runs the mechanism with randomness from rng (securerand.New() in
@@ -352,6 +398,16 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 		return nil, errors.New("dpagg: Release called twice")
 	}
 	p.done = true
+	if p.valueStats != nil {
+		return nil, errors.New("dpagg: ChooseValueBounds was not called")
+	}
+	p.group()
+	if err := p.chooseCounts(rng); err != nil {
+		return nil, err
+	}
+	if p.plan.Global {
+		return p.releaseGlobal(ctx, rng)
+	}
 	b, err := setunion.NewBuilder(p.plan.setunionOpts)
 	if err != nil {
 		return nil, err
@@ -373,7 +429,7 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Stats: sel.Stats}
+	res := &Result{Stats: sel.Stats, Chosen: p.chosen}
 	res.Stats.Occurrences = p.rows
 	res.Stats.Users = len(p.userNames)
 	res.Stats.DistinctItems = len(p.keyNames)
@@ -431,6 +487,8 @@ func (a *AggregatePlan) value(noisy []int64) float64 {
 			v = min(v, 0)
 		}
 		return v
+	case VarPop, VarSamp, StdDevPop, StdDevSamp:
+		return a.spreadValue(noisy) // spread.go
 	case Avg:
 		// Normalised mean (as Google's dpagg.BoundedMean): midpoint plus the
 		// noisy sum of (x − mid) over the noisy count (at least 1), clamped.

@@ -1,0 +1,92 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/types"
+	"github.com/dolthub/vitess/go/mysql"
+
+	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/sqlext/dpagg"
+	"github.com/dpsql/dpsql/sqlext/securerand"
+)
+
+// runAggregates scans the release's rows into pipe and releases: one pass,
+// or two when the release chooses clamping bounds privately (the first
+// pass feeds the choice, which fixes how the second clamps). It tells the
+// analyst, in a Note, which bounds were chosen privately (a DP output).
+func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.Result, error) {
+	rng := r.rnd
+	if rng == nil {
+		rng = securerand.New
+	}
+	rand := rng()
+	if pipe.NeedsValuePass() {
+		err := r.scanAggregateRows(ctx, func(_ []byte, row *release.Row, vals []dpagg.Value) {
+			_ = pipe.AddValues(row.Unit(), vals)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := pipe.ChooseValueBounds(rand); err != nil {
+			return nil, err
+		}
+	}
+	err := r.scanAggregateRows(ctx, func(key []byte, row *release.Row, vals []dpagg.Value) {
+		_ = pipe.Add(row.Unit(), key, vals)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, err := pipe.ReleaseContext(ctx, rand)
+	if err != nil {
+		return nil, err
+	}
+	if res.Chosen != nil {
+		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
+			"private release on %s.%s: contribution bounds chosen privately from the data (%s); values and rows beyond them were clamped. Set them for exact control: dp_max_groups_contributed, dp_max_rows_per_group, dp_contribution_bounds",
+			r.db, r.name, res.Chosen)})
+	}
+	return res, nil
+}
+
+// scanAggregateRows runs the release's scan and hands each row's encoded
+// group key and aggregate values to add; rows whose key or a value fails
+// to evaluate are skipped (a row-wise filter).
+func (r *Release) scanAggregateRows(ctx *sql.Context, add func(key []byte, row *release.Row, vals []dpagg.Value)) error {
+	enc := keyEncoder{n: r.groupKeys}
+	var kbuf []byte
+	vals := make([]dpagg.Value, len(r.aggValue))
+	return r.scan.Run(ctx, func(row *release.Row) {
+		var ok bool
+		if kbuf, ok = enc.encode(kbuf[:0], row); !ok {
+			return
+		}
+		for i, k := range r.aggValue {
+			vals[i] = dpagg.Null
+			if k < 0 {
+				continue
+			}
+			v, ok := row.Key(k)
+			if !ok {
+				return // the value failed: the row is skipped
+			}
+			if v == nil {
+				continue
+			}
+			if r.aggOpts.Aggregates[i].Kind == dpagg.CountValues {
+				vals[i] = dpagg.Float(0) // COUNT(col) counts non-NULL values of any type
+				continue
+			}
+			f, _, err := types.Float64.Convert(row.Context(), v)
+			if err != nil {
+				return
+			}
+			if x, ok := f.(float64); ok {
+				vals[i] = dpagg.Float(x)
+			}
+		}
+		add(kbuf, row, vals)
+	})
+}
