@@ -202,7 +202,7 @@ func TestNgramsGoverned(t *testing.T) {
 	// The reuse specification: the scan's and the options'.
 	for _, rs := range [][]release.Request{gov.checks, gov.charges} {
 		for i := range rs {
-			if spec := rs[i].Reuse.Spec; !strings.HasPrefix(spec, `ngrams scan "mydb"."notes"`) || !strings.Contains(spec, `"Eta":1e-9`) {
+			if spec := rs[i].Reuse.Spec; !strings.HasPrefix(spec, "ngrams scan") || !strings.Contains(spec, "\x04mydb\x05notes") || !strings.Contains(spec, `"Eta":1e-9`) {
 				t.Errorf("reuse specification %q", spec)
 			}
 			rs[i].Reuse = release.ReuseKey{}
