@@ -2,6 +2,7 @@ package setunion
 
 import (
 	"bytes"
+	"slices"
 	"sync/atomic"
 )
 
@@ -216,7 +217,7 @@ func (b *Builder) AddBatch(bt *Batch) {
 		if lo == hi {
 			continue
 		}
-		l := b.lists[gu]
+		l := slices.Grow(b.lists[gu], int(hi-lo))
 		for k := lo; k < hi; k++ {
 			l = append(l, uint64(items[bt.gItems[k]])<<32|uint64(bt.gCounts[k]))
 		}
