@@ -15,10 +15,11 @@ import (
 //
 // busy-procs is how many of the GOMAXPROCS processors had a goroutine to run,
 // on average over the runs (Go's own accounting, /cpu/classes: the time
-// GOMAXPROCS × wall less the time processors sat idle for want of work). It
-// is the parallelism the command exposes, which is what bounds its speed-up
-// on that many cores, and unlike wall time it does not depend on how busy a
-// shared machine is.
+// GOMAXPROCS × wall less the time processors sat idle for want of work): an
+// upper bound on the speed-up over one core. It is loose: a processor counts
+// as busy while the OS has descheduled its thread, and two threads do not
+// run at twice one thread's speed (shared caches and memory), so compare
+// wall times on an idle machine for the speed-up itself.
 func BenchmarkUnionPythonEcosystem(b *testing.B) {
 	in := testenv.DataFile(b, "git_python_ecosystem.tsv.gz")
 	args := []string{"union", "--input", in, "--user-column", "1", "--text-column", "2",
