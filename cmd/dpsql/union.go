@@ -86,7 +86,9 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	// Rows are tokenised and interned in batches on up to --workers
 	// goroutines and added in input order (setunion.Batch), so the seeded
-	// output does not depend on the number of workers.
+	// output does not depend on the number of workers. The batches come
+	// from b.NewBatch: their items are interned in the builder's shared
+	// dictionary by the workers, so adding a batch hashes no item.
 	var fill func(*cli.RowBlock, *setunion.Batch)
 	if in.Text() {
 		fill = func(rb *cli.RowBlock, bt *setunion.Batch) {
@@ -107,7 +109,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	rows, err := cli.RowsParallel(&in, progress, *workers, func() *setunion.Batch { return new(setunion.Batch) },
+	rows, err := cli.RowsParallel(&in, progress, *workers, b.NewBatch,
 		func(rb *cli.RowBlock, bt *setunion.Batch) {
 			bt.Reset()
 			fill(rb, bt)

@@ -5,9 +5,9 @@
 //
 // All randomness flows through math/rand/v2's *rand.Rand, whose methods are
 // deterministic functions of the underlying rand.Source. In production that
-// source reads crypto/rand (through a buffer, so that a draw costs a few
-// nanoseconds rather than a system call); tests inject a ChaCha8 source with
-// a fixed seed. A reproducible run is, by construction, not private: an
+// source is a ChaCha8 stream keyed once per release from crypto/rand (New),
+// so that a draw costs a few nanoseconds rather than a system call; tests
+// inject a ChaCha8 source with a fixed seed (NewSeeded). A reproducible run is, by construction, not private: an
 // observer who knows the seed can undo the noise.
 package securerand
 
@@ -18,29 +18,32 @@ import (
 	"math/rand/v2"
 )
 
-// cryptoSource is a rand.Source reading crypto/rand. Not safe for concurrent
-// use; each release creates its own.
-type cryptoSource struct {
-	buf [512]byte
-	off int
-}
-
-func (s *cryptoSource) Uint64() uint64 {
-	if s.off == 0 || s.off+8 > len(s.buf) {
-		// crypto/rand.Read never returns an error since Go 1.24; it crashes the
-		// program irrecoverably if the OS cannot provide randomness, which is
-		// the right behaviour for a privacy mechanism.
-		_, _ = crand.Read(s.buf[:])
-		s.off = 0
-	}
-	v := binary.LittleEndian.Uint64(s.buf[s.off:])
-	s.off += 8
-	return v
-}
-
-// New returns a generator backed by crypto/rand. Use it for every release.
+// New returns the generator of one release: ChaCha8 (math/rand/v2's
+// rand.ChaCha8, a CSPRNG) keyed with 32 bytes read from crypto/rand at this
+// call. Call it once per release and never share the result between
+// goroutines or releases.
+//
+// Why this and not crypto/rand per draw: a release draws one word per item
+// (tens of thousands), and each refill of a crypto/rand buffer is a
+// getrandom call; keying a stream once costs one such call per release and
+// then a few nanoseconds per word. Why a fresh key per release rather than
+// one server-wide generator deriving keys: two releases then share no state
+// (no lock, no stream one release could advance for another), a memory
+// disclosure of one release's generator reveals nothing about any other
+// release, and every release is reseeded from the kernel's pool, so nothing
+// outlives a release. ChaCha8 erases its key every 1 KiB of output (Go's
+// internal/chacha8rand), so the generator's state reveals at most the last
+// 1 KiB the release drew, and its future draws. docs/privacy.md §15 states
+// the argument.
 func New() *rand.Rand {
-	return rand.New(&cryptoSource{})
+	var key [32]byte
+	// crypto/rand.Read never returns an error since Go 1.24; it crashes the
+	// program irrecoverably if the OS cannot provide randomness, which is the
+	// right behaviour for a privacy mechanism.
+	_, _ = crand.Read(key[:])
+	src := rand.NewChaCha8(key)
+	clear(key[:])
+	return rand.New(src)
 }
 
 // NewSeeded returns a reproducible generator (ChaCha8 keyed by seed). It is

@@ -156,7 +156,7 @@ func TestSources(t *testing.T) {
 	}
 	c := New()
 	seen := map[uint64]bool{}
-	for i := 0; i < 1000; i++ { // crosses the 512-byte buffer refill
+	for i := 0; i < 1000; i++ { // crosses ChaCha8's 1 KiB key erasure
 		seen[c.Uint64()] = true
 	}
 	if len(seen) != 1000 {
@@ -225,5 +225,19 @@ func TestBernoulliBelowRefusesWrongBound(t *testing.T) {
 				BernoulliBelow(zero, 2, func() float64 { return p })
 			}
 		}()
+	}
+}
+
+// TestNewKeysEachStream checks that New keys every generator afresh: two
+// releases' streams share no prefix (equal first words would mean a reused
+// key, with probability 2^-64 otherwise).
+func TestNewKeysEachStream(t *testing.T) {
+	seen := map[uint64]bool{}
+	for i := 0; i < 100; i++ {
+		w := New().Uint64()
+		if seen[w] {
+			t.Fatalf("two generators from New start with the same word %#x", w)
+		}
+		seen[w] = true
 	}
 }

@@ -1,6 +1,10 @@
 package setunion
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+	"sync/atomic"
+)
 
 // A Batch collects the (privacy unit, item) pairs of a run of consecutive
 // input rows away from the builder, so that tokenising and interning can run
@@ -24,7 +28,12 @@ import "bytes"
 // over. The zero value is ready to use.
 type Batch struct {
 	users, items Interner
-	lastUser     uint32 // id of the most recent user, if users.Len() > 0
+	// view, for a batch from Builder.NewBatch, is where Group finds the
+	// builder's latest View; it then sets known[i] to 1 + the builder's id
+	// of local item i, or 0 if the view does not hold it.
+	view     *atomic.Pointer[View]
+	known    []uint32
+	lastUser uint32 // id of the most recent user, if users.Len() > 0
 	// raw holds the item of every pair added, in order; runs the users of
 	// maximal runs of pairs of one user.
 	raw  []uint32
@@ -141,6 +150,17 @@ func (bt *Batch) Group() {
 	}
 	bt.start[nu] = w
 	bt.gItems, bt.gCounts = bt.gItems[:w], bt.gCounts[:w]
+	if bt.view != nil {
+		v := bt.view.Load()
+		bt.known = resize(bt.known, ni)
+		for i := range bt.known {
+			id, ok := v.Lookup(bt.items.Bytes(uint32(i)))
+			bt.known[i] = 0
+			if ok {
+				bt.known[i] = id + 1
+			}
+		}
+	}
 	bt.grouped = true
 }
 
@@ -151,18 +171,44 @@ func resize(s []uint32, n int) []uint32 {
 	return s[:n]
 }
 
+// NewBatch returns an empty batch for b whose Group also looks its items up
+// in a View of b's items, on the goroutine that fills the batch: AddBatch
+// then hashes only the items the view did not know (items new to b, or new
+// since the view). Batches from NewBatch may be filled on several goroutines
+// while AddBatch runs; the result of AddBatch is that of a zero Batch with
+// the same pairs. Call NewBatch on the goroutine that owns b.
+func (b *Builder) NewBatch() *Batch {
+	if b.view == nil {
+		b.own()
+		b.view = new(atomic.Pointer[View])
+		b.view.Store(b.items.Publish())
+	}
+	return &Batch{view: b.view}
+}
+
 // AddBatch adds the pairs of bt as if they were added one by one, in the
 // order they were added to bt (see Batch). bt may be reset and reused once
 // AddBatch returns.
+//
+// With a batch from NewBatch it hashes only the batch's users (few:
+// consecutive rows mostly share one) and the items the batch's view did not
+// know, and it deduplicates users' lists in linear time without sorting
+// (maybeDedup); Group sorts them, on all cores.
 func (b *Builder) AddBatch(bt *Batch) {
 	bt.Group()
+	b.own()
 	users := resize(b.batchUsers, bt.users.Len())
 	for u := range users {
 		users[u] = b.user(bt.users.Bytes(uint32(u)))
 	}
 	items := resize(b.batchItems, bt.items.Len())
+	known := bt.view != nil && bt.view == b.view
 	for i := range items {
-		items[i] = b.item(bt.items.Bytes(uint32(i)))
+		if known && bt.known[i] != 0 {
+			items[i] = bt.known[i] - 1
+		} else {
+			items[i] = b.item(bt.items.Bytes(uint32(i)))
+		}
 	}
 	b.batchUsers, b.batchItems = users, items
 	b.occurrences += int64(len(bt.raw))
@@ -171,11 +217,57 @@ func (b *Builder) AddBatch(bt *Batch) {
 		if lo == hi {
 			continue
 		}
-		l := b.lists[gu]
+		l := slices.Grow(b.lists[gu], int(hi-lo))
 		for k := lo; k < hi; k++ {
 			l = append(l, uint64(items[bt.gItems[k]])<<32|uint64(bt.gCounts[k]))
 		}
 		b.lists[gu] = l
-		b.maybeCompact(gu)
+		b.maybeDedup(gu)
 	}
+	if b.view != nil {
+		b.view.Store(b.items.Publish())
+	}
+}
+
+// maybeDedup deduplicates the tail of user u's list when the list has
+// doubled since its last deduplication (or compaction), which bounds memory
+// by about twice the distinct pairs, as maybeCompact does.
+func (b *Builder) maybeDedup(u uint32) {
+	for len(b.uniq) < len(b.lists) {
+		b.uniq = append(b.uniq, 0)
+	}
+	done := min(int(max(b.uniq[u], b.clean[u])), len(b.lists[u]))
+	if l := b.lists[u]; len(l) >= 2*done+32 {
+		b.lists[u] = b.dedupUser(u, l, done)
+		b.uniq[u] = int32(len(b.lists[u]))
+	}
+}
+
+// dedupUser merges the entries of user u's list l[done:] into the
+// deduplicated prefix l[:done] in time linear in len(l), without sorting:
+// an entry whose item is already in the list adds its count there
+// (saturating, as compact does); the others stay, in order. The prefix
+// keeps its order, so a sorted prefix (clean) stays sorted.
+//
+// It marks where each item of u is in b.last (the hint add uses too, with
+// the same meaning): last[i] = {u, k} with k below the write position w and
+// l[k] an entry of item i says that i is at k. The check makes stale hints
+// (from add, or from u's earlier passes) harmless: l[:w] is deduplicated, so
+// an entry of i there is the one.
+func (b *Builder) dedupUser(u uint32, l []uint64, done int) []uint64 {
+	for k, e := range l[:done] {
+		b.last[e>>32] = lastSeen{u: u, pos: int32(k)}
+	}
+	w := done
+	for _, e := range l[done:] {
+		i := e >> 32
+		if ls := b.last[i]; ls.u == u && int(ls.pos) < w && l[ls.pos]>>32 == i {
+			l[ls.pos] = addCount(l[ls.pos], e&0xffffffff)
+			continue
+		}
+		b.last[i] = lastSeen{u: u, pos: int32(w)}
+		l[w] = e
+		w++
+	}
+	return l[:w]
 }

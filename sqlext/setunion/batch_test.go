@@ -51,14 +51,31 @@ func (s builderState) equal(o builderState) bool {
 
 // batchesOf adds pairs to a new builder in batches cut at random points,
 // with a user id looked up once per run of equal users as the commands do.
-func batchesOf(t *testing.T, r *rand.Rand, o Options, pairs [][2]string) *Builder {
+// mode 0 uses a zero Batch, 1 one from NewBatch (its items interned in the
+// builder's dictionary), 2 as 1 with some runs of pairs added one by one
+// between batches, and the first batch made after a first pair was added.
+func batchesOf(t *testing.T, r *rand.Rand, o Options, pairs [][2]string, mode int) *Builder {
 	b, err := NewBuilder(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var bt Batch
-	for k := 0; k < len(pairs); {
+	k := 0
+	if mode == 2 && len(pairs) > 0 {
+		b.Add(pairs[0][0], pairs[0][1])
+		k = 1
+	}
+	if mode > 0 {
+		bt = *b.NewBatch()
+	}
+	for k < len(pairs) {
 		end := min(len(pairs), k+1+r.IntN(len(pairs)/3+1))
+		if mode == 2 && r.IntN(3) == 0 {
+			for ; k < end; k++ {
+				b.Add(pairs[k][0], pairs[k][1])
+			}
+			continue
+		}
 		for ; k < end; k++ {
 			if r.IntN(2) == 0 {
 				bt.AddBytes([]byte(pairs[k][0]), []byte(pairs[k][1]))
@@ -99,9 +116,10 @@ func TestAddBatchEqualsAdd(t *testing.T) {
 		for _, p := range pairs {
 			one.Add(p[0], p[1])
 		}
-		many := batchesOf(t, r, o, pairs)
+		mode := trial % 3
+		many := batchesOf(t, r, o, pairs, mode)
 		if a, b := stateOf(one), stateOf(many); !a.equal(b) {
-			t.Fatalf("trial %d: grouped state differs: %+v vs %+v", trial, a.stats, b.stats)
+			t.Fatalf("trial %d (batch mode %d): grouped state differs: %+v vs %+v", trial, mode, a.stats, b.stats)
 		}
 		seed := r.Uint64()
 		ra := one.Release(rand.New(rand.NewPCG(seed, 1)))
@@ -136,46 +154,55 @@ func TestBatchesConcurrent(t *testing.T) {
 	}()
 	for _, procs := range []int{1, 2} {
 		for _, workers := range []int{1, 2, 5} {
-			prev := runtime.GOMAXPROCS(procs)
-			b, _ := NewBuilder(o)
-			const size = 777
-			n := (len(pairs) + size - 1) / size
-			batches := make([]*Batch, n)
-			done := make([]chan struct{}, n)
-			for k := range done {
-				done[k] = make(chan struct{})
-			}
-			jobs := make(chan int)
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for k := range jobs {
-						bt := new(Batch)
-						for _, p := range pairs[k*size : min(len(pairs), (k+1)*size)] {
-							bt.AddBytes([]byte(p[0]), []byte(p[1]))
-						}
-						bt.Group()
-						batches[k] = bt
-						close(done[k])
-					}
-				}()
-			}
-			go func() {
-				for k := range n {
-					jobs <- k
+			for _, dict := range []bool{false, true} {
+				prev := runtime.GOMAXPROCS(procs)
+				b, _ := NewBuilder(o)
+				const size = 777
+				n := (len(pairs) + size - 1) / size
+				bound := make([]*Batch, n) // made on the builder's goroutine
+				for k := range bound {
+					bound[k] = b.NewBatch()
 				}
-				close(jobs)
-			}()
-			for k := range n {
-				<-done[k]
-				b.AddBatch(batches[k])
-			}
-			wg.Wait()
-			runtime.GOMAXPROCS(prev)
-			if got := stateOf(b); !got.equal(want) {
-				t.Fatalf("GOMAXPROCS %d, %d workers: grouped state differs", procs, workers)
+				batches := make([]*Batch, n)
+				done := make([]chan struct{}, n)
+				for k := range done {
+					done[k] = make(chan struct{})
+				}
+				jobs := make(chan int)
+				var wg sync.WaitGroup
+				for range workers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for k := range jobs {
+							bt := new(Batch)
+							if dict {
+								bt = bound[k]
+							}
+							for _, p := range pairs[k*size : min(len(pairs), (k+1)*size)] {
+								bt.AddBytes([]byte(p[0]), []byte(p[1]))
+							}
+							bt.Group()
+							batches[k] = bt
+							close(done[k])
+						}
+					}()
+				}
+				go func() {
+					for k := range n {
+						jobs <- k
+					}
+					close(jobs)
+				}()
+				for k := range n {
+					<-done[k]
+					b.AddBatch(batches[k])
+				}
+				wg.Wait()
+				runtime.GOMAXPROCS(prev)
+				if got := stateOf(b); !got.equal(want) {
+					t.Fatalf("GOMAXPROCS %d, %d workers, dictionary %v: grouped state differs", procs, workers, dict)
+				}
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dchest/siphash"
 
@@ -57,6 +58,12 @@ type Builder struct {
 	// lists and compaction.
 	last        []lastSeen
 	occurrences int64
+	// view, once NewBatch was called, is the latest View of items, which
+	// the goroutines that fill batches read (AddBatch publishes a new one).
+	view *atomic.Pointer[View]
+	// uniq[u] is the length of a deduplicated, not necessarily sorted,
+	// prefix of lists[u] (maybeDedup).
+	uniq []int32
 	// prep, when not nil, is the builder's input (NewPreparedBuilder),
 	// shared read-only with other builders: lists is prep's, and users and
 	// items stay empty until the builder is changed (own).

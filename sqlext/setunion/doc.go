@@ -164,6 +164,17 @@
 // still differ in one user's set only. Group then sorts the remaining lists
 // of different users on several goroutines, which touches no randomness.
 //
+// Batches from Builder.NewBatch move the rest of the per-item work off the
+// goroutine that adds batches in order: the goroutine that fills a batch
+// looks its distinct items up in a View of the builder's items (a snapshot
+// read concurrently, with atomic loads, while the builder goes on
+// interning), so AddBatch hashes only the items the view did not know, and
+// AddBatch deduplicates a user's list in linear time (dedupUser) instead of
+// sorting it, leaving the sorting to Group. A view only ever answers with
+// ids the builder already gave, and a miss falls back to interning, so ids
+// and lists are those of a zero Batch (TestAddBatchEqualsAdd,
+// TestBatchesConcurrent, and `dpsql union`'s TestUnionSeededGolden).
+//
 // # Releasing prepared input many times
 //
 // A caller that keeps its input grouped (Grouped) prepares it once

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"strings"
+	"sync/atomic"
 )
 
 // Interner maps byte strings to dense ids 0, 1, 2, … in the order they were
@@ -36,6 +37,9 @@ type Interner struct {
 	chunks [][]byte
 	cur    int
 	locs   []loc // string id is chunks[locs[id].chunk][off:off+len]
+	// shared is set once a View was published: slots are then written
+	// with atomic stores, as views read them concurrently.
+	shared bool
 }
 
 type loc struct{ chunk, off, len uint32 }
@@ -128,12 +132,20 @@ const minSlots = 64
 // table re-places entries from their tags without hashing the strings again
 // (tables are at most 2³² slots).
 func (t *Interner) hash(s []byte) uint64 {
+	t.init()
+	return maphash.Bytes(t.seed, s)
+}
+
+// init makes the table of a new interner, and its seed unless one was set
+// (Dictionary's shards share the dictionary's).
+func (t *Interner) init() {
 	if t.slots == nil {
-		t.seed = maphash.MakeSeed()
+		if t.seed == (maphash.Seed{}) {
+			t.seed = maphash.MakeSeed()
+		}
 		t.slots = make([]uint64, minSlots)
 		t.shift = 64 - uint(bits.TrailingZeros(minSlots))
 	}
-	return maphash.Bytes(t.seed, s)
 }
 
 // Lookup returns the id of s, if s was interned.
@@ -160,7 +172,12 @@ func (t *Interner) Lookup(s []byte) (id uint32, ok bool) {
 // ID returns the id of s, interning a copy of s if it is new (added is then
 // true).
 func (t *Interner) ID(s []byte) (id uint32, added bool) {
-	h := t.hash(s)
+	return t.idHash(s, t.hash(s))
+}
+
+// idHash is ID for a string whose hash under t's seed is h.
+func (t *Interner) idHash(s []byte, h uint64) (id uint32, added bool) {
+	t.init()
 	tag := h >> 32 << 32
 	mask := uint64(len(t.slots) - 1)
 	p := h >> t.shift
@@ -180,7 +197,11 @@ func (t *Interner) ID(s []byte) (id uint32, added bool) {
 		panic("setunion: more than 3·2³⁰ distinct strings interned")
 	}
 	t.locs = append(t.locs, t.store(s))
-	t.slots[p] = tag | uint64(n+1)
+	if t.shared {
+		atomic.StoreUint64(&t.slots[p], tag|uint64(n+1))
+	} else {
+		t.slots[p] = tag | uint64(n+1)
+	}
 	if 4*uint64(n+1) > 3*uint64(len(t.slots)) {
 		t.grow()
 	}
