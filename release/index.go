@@ -103,8 +103,8 @@ import (
 // the statement's session (a failure, a panic or an index over the bound
 // is logged for the operator, and the release scans instead), so an
 // analyst sees the same rows and the same errors with or without it; only
-// the time of a release changes, and time is not protected (README, "The
-// privacy guarantee of the server").
+// the time of a release changes, and time is not protected
+// (docs/deployment.md#the-privacy-guarantee-of-the-server).
 
 // DefaultIndexBytes is the default bound of the memory of all release
 // indexes of a server.
