@@ -505,8 +505,9 @@ func TestFault5MRows(t *testing.T) {
 			if err == nil {
 				t.Logf("(the release completed within the deadline)")
 			}
-			// go-mysql-server notices a closed client socket within 5 s
-			// and cancels the statement, which stops the release's scan.
+			// The statement guard notices a closed client socket (it
+			// polls its TCP state every 500 ms, server/peer.go) and
+			// cancels the statement, which stops the release's scan.
 			idle := waitIdle(t, s, 2*time.Minute)
 			t.Logf("the server dropped the statement %v after the disconnect", idle.Round(time.Millisecond))
 			// The release may have started an index build, which goes on
