@@ -412,7 +412,7 @@ func wantLogins(t *testing.T, c clients.Runner, s *govServer) {
 // runClient runs the statements through the client and logs its runtime.
 func runClient(t *testing.T, c clients.Runner, target clients.Target, stmts []clients.Statement) []clients.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
 	res, err := c.Run(ctx, target, stmts)

@@ -160,7 +160,7 @@ func (r release) reused() bool {
 // warnings and the analyst's budget.
 func run(t testing.TB, c *dbsql.Conn, q string, args ...any) release {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var r release
 	r.rows, r.err = readAll(ctx, c, q, args...)
