@@ -95,6 +95,7 @@ func TestDocs(t *testing.T) {
 	}
 	for _, f := range docFiles {
 		t.Run(strings.NewReplacer("/", "_", ".md", "").Replace(f.path), func(t *testing.T) {
+			t.Parallel() // each file has its own servers, ports and directories
 			runDocExamples(t, root, f.path, f.minRun)
 		})
 	}
