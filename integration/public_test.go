@@ -133,6 +133,7 @@ func startGlossaryDemo(t *testing.T, limits func(*config.Limits)) *glossaryDemo 
 // comes out, and a subquery over or a join with a protected table is
 // refused with 1142.
 func TestPublicLookupOverTheWire(t *testing.T) {
+	fullRunOnly(t)
 	g := startGlossaryDemo(t, nil)
 	s, analyst, top1, top2, rare := g.Governed, g.analyst, g.top1, g.top2, g.rare
 
@@ -224,6 +225,7 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 // TestPublicLookupLimit: limits.public_lookup_rows bounds the public side;
 // beyond it the statement fails, naming the limit, and charges nothing.
 func TestPublicLookupLimit(t *testing.T) {
+	fullRunOnly(t)
 	g := startGlossaryDemo(t, func(l *config.Limits) { l.PublicLookupRows = 2 })
 	before := ledgerBalance(t, g.Ledger(), g.user, "demo")
 	res := runClient(t, clients.GoDriver{}, g.analyst, []clients.Statement{

@@ -368,6 +368,7 @@ var resourceAttacks = []resourceAttack{
 // it took, the server's peak resident set, and alice's times against her
 // baseline.
 func TestResourceAttacks(t *testing.T) {
+	fullRunOnly(t)
 	lim := resLimits{MaxExecutionTime: resAttackExecTime, MaxStatementsPerAccount: 4}
 	s := startResServer(t, lim)
 	alice := newBystander(t, s)
@@ -623,6 +624,7 @@ func (r aliceReport) check(t *testing.T) {
 // the memory limit with max_execution_time 10s and
 // max_statements_per_account 4.
 func TestResourceStatements(t *testing.T) {
+	fullRunOnly(t)
 	lim := resLimits{MaxExecutionTime: 10 * time.Second, MaxStatementsPerAccount: 4}
 	s := startResServer(t, lim)
 	alice := newBystander(t, s)
