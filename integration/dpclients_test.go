@@ -412,7 +412,7 @@ func wantLogins(t *testing.T, c clients.Runner, s *govServer) {
 // runClient runs the statements through the client and logs its runtime.
 func runClient(t *testing.T, c clients.Runner, target clients.Target, stmts []clients.Statement) []clients.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
 	res, err := c.Run(ctx, target, stmts)
@@ -447,6 +447,7 @@ func TestGoDriver(t *testing.T) {
 }
 
 func TestMariaDBCLIBatch(t *testing.T) {
+	fullRunOnly(t)
 	cli := mysqlCLI(t)
 	for _, d := range governedDeployments {
 		t.Run(d.name, func(t *testing.T) {
@@ -456,6 +457,7 @@ func TestMariaDBCLIBatch(t *testing.T) {
 }
 
 func TestMariaDBCLIExecute(t *testing.T) {
+	fullRunOnly(t)
 	cli := mysqlCLI(t)
 	for _, d := range governedDeployments {
 		t.Run(d.name, func(t *testing.T) {
@@ -483,6 +485,7 @@ func jdbcMetaCalls(db string, tables []string) []clients.Statement {
 }
 
 func TestJDBC(t *testing.T) {
+	fullRunOnly(t)
 	j := jdbcRunner(t)
 	for _, d := range governedDeployments {
 		t.Run(d.name, func(t *testing.T) {
@@ -534,6 +537,7 @@ func TestJDBC(t *testing.T) {
 }
 
 func TestPython(t *testing.T) {
+	fullRunOnly(t)
 	p := pythonRunner(t)
 	for _, d := range governedDeployments {
 		t.Run(d.name, func(t *testing.T) {
@@ -543,6 +547,7 @@ func TestPython(t *testing.T) {
 }
 
 func TestNode(t *testing.T) {
+	fullRunOnly(t)
 	n := nodeRunner(t)
 	for _, d := range governedDeployments {
 		t.Run(d.name, func(t *testing.T) {

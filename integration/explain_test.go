@@ -15,6 +15,7 @@ import (
 // ledger's refusal instead of failing; a query the analyst may not run is
 // refused as it would be.
 func TestExplainOverTheWire(t *testing.T) {
+	fullRunOnly(t)
 	s := startDemo(t)
 	before := ledgerBalance(t, s.Ledger(), s.analyst.User, s.db)
 	cal, err := setunion.Calibrate(setunion.Options{Mechanism: setunion.DPSIPS, Epsilon: 0.5, Delta: setunion.DefaultDelta, MaxItems: setunion.AutoMaxItems, Rounds: setunion.DefaultRounds})

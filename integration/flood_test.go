@@ -95,6 +95,7 @@ func closedAfter(c net.Conn, since time.Time, limit time.Duration) (time.Duratio
 // caps refused with 1203 (per account) and 1040 (total, the rest kept for
 // administrators); the process alive and serving afterwards.
 func TestConnectionFlood(t *testing.T) {
+	fullRunOnly(t)
 	s := startResServer(t, floodLimits)
 	lim := floodLimits
 	fds0 := s.openFiles()

@@ -81,6 +81,11 @@ var hostileTables = []hostileTable{
 // leak check of the tables' secrets.
 func startHostile(t *testing.T) (*govServer, *leakCheck) {
 	t.Helper()
+	if testing.Short() {
+		// Minutes of a loaded 2-core machine: the full run's, not the
+		// quick lane's.
+		t.Skip("-short: hostile input over 1 MB cells and a user with 10⁶ items")
+	}
 	dir := t.TempDir()
 	leaks := newLeakCheck()
 	var datasets strings.Builder

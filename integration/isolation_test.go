@@ -174,7 +174,7 @@ type attack struct {
 // observe runs a on a new connection of the deployment at addr.
 func observe(t *testing.T, addr string, a attack) observation {
 	conn := isoConn(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var o observation
 	for i, q := range a.stmts {

@@ -336,9 +336,17 @@ func TestLoad(t *testing.T) {
 		t.Errorf("ledger after the load: %v", err)
 	}
 
-	// The clients are gone: the server must be back to its idle state.
+	// The clients are gone: the server must be back to its idle state,
+	// once the release index builds the load started (which run outside
+	// the statements, and may outlive them) have ended. The wait is
+	// generous for a loaded machine and ends as soon as the count is back.
+	buildCtx, buildCancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	if err := s.WaitIndexBuilds(buildCtx); err != nil {
+		t.Errorf("release index builds still under way 5 minutes after the load: %v", err)
+	}
+	buildCancel()
 	var goroutines1 int
-	for wait := time.Now().Add(15 * time.Second); ; {
+	for wait := time.Now().Add(time.Minute); ; {
 		goroutines1 = runtime.NumGoroutine()
 		if goroutines1 <= goroutines0+2 || time.Now().After(wait) {
 			break

@@ -128,11 +128,12 @@ func startGlossaryDemo(t *testing.T, limits func(*config.Limits)) *glossaryDemo 
 // ref.glossary(term, meaning) holding the two most widespread words and one
 // word a single user writes, go-sql-driver and the mysql command line
 // client run IN, EXISTS and NOT IN … GROUP BY releases filtered by the
-// glossary, a release over words JOIN glossary, and README's DP_NGRAMS ⋈
+// glossary, a release over words JOIN glossary, and docs/ngrams.md's DP_NGRAMS ⋈
 // glossary example; each release is charged once, the one-user word never
 // comes out, and a subquery over or a join with a protected table is
 // refused with 1142.
 func TestPublicLookupOverTheWire(t *testing.T) {
+	fullRunOnly(t)
 	g := startGlossaryDemo(t, nil)
 	s, analyst, top1, top2, rare := g.Governed, g.analyst, g.top1, g.top2, g.rare
 
@@ -143,7 +144,7 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 		clients.Query("SELECT DISTINCT word FROM words WHERE word IN (SELECT term FROM ref.glossary) ORDER BY word"),
 		clients.Query("SELECT DISTINCT w.word FROM words w WHERE EXISTS (SELECT 1 FROM ref.glossary g WHERE g.term = w.word AND g.meaning LIKE 'the %') ORDER BY 1"),
 		clients.Query("SELECT word, COUNT(*) AS n FROM words WHERE word NOT IN (SELECT term FROM ref.glossary) GROUP BY word ORDER BY n DESC LIMIT 5"),
-		// README's example (DP_NGRAMS section), with the glossary in ref.
+		// docs/ngrams.md's example (DP_NGRAMS in SQL), with the glossary in ref.
 		clients.Query("SELECT g.ngram, t.meaning FROM DP_NGRAMS('posts', 'body', 'user_id', 'epsilon=4') g JOIN ref.glossary t ON t.term = g.ngram ORDER BY g.ngram"),
 		clients.Query("SELECT DISTINCT word FROM words WHERE word IN (SELECT body FROM posts)"),
 		clients.Query("SELECT DISTINCT w.word FROM words w WHERE EXISTS (SELECT 1 FROM posts p WHERE p.user_id = w.user_id AND p.body LIKE 'a%')"),
@@ -224,6 +225,7 @@ func TestPublicLookupOverTheWire(t *testing.T) {
 // TestPublicLookupLimit: limits.public_lookup_rows bounds the public side;
 // beyond it the statement fails, naming the limit, and charges nothing.
 func TestPublicLookupLimit(t *testing.T) {
+	fullRunOnly(t)
 	g := startGlossaryDemo(t, func(l *config.Limits) { l.PublicLookupRows = 2 })
 	before := ledgerBalance(t, g.Ledger(), g.user, "demo")
 	res := runClient(t, clients.GoDriver{}, g.analyst, []clients.Statement{

@@ -50,6 +50,7 @@ const replayMaxRows = 10_000
 // cell is a secret of the leak check, no result is as long as a protected
 // table or has as many rows as it has rows or people.
 func TestReplay(t *testing.T) {
+	fullRunOnly(t)
 	qs := loadReplayCorpus(t)
 	public := replayPublicValues(t, qs)
 	for _, d := range []struct {

@@ -48,6 +48,12 @@ const (
 	resAttackExecTime = 2 * time.Second
 	// resExecSlack is how late after max_execution_time the 3024 may come.
 	resExecSlack = 5 * time.Second
+	// resComputeBound bounds an attack the server may answer by computing
+	// and sending a bounded result rather than refusing or stopping it
+	// (CONCAT of 60 values of 4 MB, sized before it is built; a row of 60
+	// such columns, 240 MB): seconds alone, 10.2 s and 15.7 s at load
+	// averages ~20 and ~7 on 2 shared cores.
+	resComputeBound = 60 * time.Second
 	// resAliceBound bounds each of alice's releases during an attack
 	// (measured alone: about 0.1 s).
 	resAliceBound = 30 * time.Second
@@ -304,16 +310,21 @@ var resourceAttacks = []resourceAttack{
 	// 4 MB are built before CONCAT sees them, and a row of 60 such columns
 	// is 240 MB. The memory guard stops them (1041) or the row is served;
 	// the process lives (before the guard: fatal error: out of memory in
-	// sql.(*ByteBuffer).Double after 1.1–1.6 s).
-	{name: "CONCAT60x4MB", sql: lit("SELECT LENGTH(CONCAT(" + repeated("REPEAT('a', 4000000)", ",", 60) + "))"), want: anyOf(truncated(), outOfMemory()), bound: resRefuseBound, once: true},
-	{name: "Columns60x4MB", sql: lit("SELECT " + repeated("REPEAT('a', 4000000)", ",", 60)), want: anyOf(refused(1153, "limits."), outOfMemory(), released()), bound: resAttackExecTime + resExecSlack, once: true},
+	// sql.(*ByteBuffer).Double after 1.1–1.6 s). On a loaded machine
+	// max_execution_time (2 s here) may stop either first (3024, seen after
+	// 9.2 s at load average ~6): as good an answer, and one a scheduler
+	// delay decides, so it is accepted.
+	{name: "CONCAT60x4MB", sql: lit("SELECT LENGTH(CONCAT(" + repeated("REPEAT('a', 4000000)", ",", 60) + "))"), want: anyOf(truncated(), outOfMemory(), timedOut()), bound: resComputeBound, once: true},
+	{name: "Columns60x4MB", sql: lit("SELECT " + repeated("REPEAT('a', 4000000)", ",", 60)), want: anyOf(refused(1153, "limits."), outOfMemory(), released(), timedOut()), bound: resComputeBound, once: true},
 	// Aggregates and sorts hold what they accumulate: the memory guard
 	// (limits.max_memory_bytes; 90% of GOMEMLIMIT here) stops them with 1041
 	// while alice's release is served. Before it: GROUP_CONCAT / JSON_ARRAYAGG
 	// of 2,000 values of 10 MB and a sort of 4M rows of 500 KB held 0.9–1.2
 	// GiB or ended the process (fatal error: out of memory after 1.2–3.3 s).
-	{name: "GROUP_CONCATBig", sql: lit("SELECT LENGTH(GROUP_CONCAT(REPEAT('x', 4000000))) FROM pub"), want: anyOf(value("1024"), refused(1153, "limits."), outOfMemory()), bound: resAttackExecTime + resExecSlack, once: true},
-	{name: "JSON_ARRAYAGGBig", sql: lit("SELECT LENGTH(JSON_ARRAYAGG(REPEAT('x', 4000000))) FROM pub"), want: anyOf(refused(1153, "limits."), outOfMemory()), bound: resAttackExecTime + resExecSlack, once: true},
+	// At load average ~20, max_execution_time stopped GROUP_CONCAT and
+	// JSON_ARRAYAGG (3024) before they grew past the guard: accepted too.
+	{name: "GROUP_CONCATBig", sql: lit("SELECT LENGTH(GROUP_CONCAT(REPEAT('x', 4000000))) FROM pub"), want: anyOf(value("1024"), refused(1153, "limits."), outOfMemory(), timedOut()), bound: resAttackExecTime + resExecSlack, once: true},
+	{name: "JSON_ARRAYAGGBig", sql: lit("SELECT LENGTH(JSON_ARRAYAGG(REPEAT('x', 4000000))) FROM pub"), want: anyOf(refused(1153, "limits."), outOfMemory(), timedOut()), bound: resAttackExecTime + resExecSlack, once: true},
 	{name: "SortBigRows", sql: lit("SELECT COUNT(*) FROM (SELECT REPEAT(a.s, 5000) AS r FROM pub a, pub b ORDER BY 1) x"), want: anyOf(timedOut(), outOfMemory()), bound: resAttackExecTime + resExecSlack, once: true},
 	// LIKE (linear matcher) and regular expressions.
 	{name: "LIKEManyPercent", sql: lit("SELECT REPEAT('a', 100000) LIKE CONCAT(REPEAT('%a', 2000), 'b')"), want: value("0"), bound: resRefuseBound},
@@ -371,6 +382,7 @@ var resourceAttacks = []resourceAttack{
 // it took, the server's peak resident set, and alice's times against her
 // baseline.
 func TestResourceAttacks(t *testing.T) {
+	fullRunOnly(t)
 	lim := resLimits{MaxExecutionTime: resAttackExecTime, MaxStatementsPerAccount: 4}
 	s := startResServer(t, lim)
 	alice := newBystander(t, s)
@@ -631,6 +643,7 @@ func (r aliceReport) check(t *testing.T) {
 // the memory limit with max_execution_time 10s and
 // max_statements_per_account 4.
 func TestResourceStatements(t *testing.T) {
+	fullRunOnly(t)
 	lim := resLimits{MaxExecutionTime: 10 * time.Second, MaxStatementsPerAccount: 4}
 	s := startResServer(t, lim)
 	alice := newBystander(t, s)

@@ -160,7 +160,7 @@ func (r release) reused() bool {
 // warnings and the analyst's budget.
 func run(t testing.TB, c *dbsql.Conn, q string, args ...any) release {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var r release
 	r.rows, r.err = readAll(ctx, c, q, args...)
@@ -384,6 +384,7 @@ func TestReuseOverTheWire(t *testing.T) {
 // TestReuseScopeDatabase: with scope database, an analyst reuses another
 // analyst's release of the same database.
 func TestReuseScopeDatabase(t *testing.T) {
+	fullRunOnly(t)
 	d := newReuseDeployment(t, "reuse: {scope: database}")
 	const q = "SELECT DISTINCT item FROM events"
 	a := run(t, d.conn(t, "alice", alicePassword), q)
@@ -423,6 +424,7 @@ func readAllDB(db *dbsql.DB, q string) ([][]string, error) {
 // TestReuseWindowAndOff: after the window a release is new; with reuse
 // disabled every release is.
 func TestReuseWindowAndOff(t *testing.T) {
+	fullRunOnly(t)
 	const q = "SELECT DISTINCT item FROM events"
 	d := newReuseDeployment(t, "reuse: {window: 1s}")
 	alice := d.conn(t, "alice", alicePassword)
@@ -442,6 +444,7 @@ func TestReuseWindowAndOff(t *testing.T) {
 // several connections of one analyst are made and charged once; the others
 // wait for it and return it again, with the Note, at no charge.
 func TestReuseConcurrent(t *testing.T) {
+	fullRunOnly(t)
 	d := newReuseDeployment(t, "")
 	const n = 6
 	conns := make([]*dbsql.Conn, n)
@@ -484,6 +487,7 @@ func TestReuseConcurrent(t *testing.T) {
 // TestReuseClients: the mysql command line client and pandas see a reused
 // release as the same rows, at no charge, marked in DP_AUDIT.
 func TestReuseClients(t *testing.T) {
+	fullRunOnly(t)
 	d := newReuseDeployment(t, "")
 	const q = "SELECT DISTINCT item FROM events ORDER BY item"
 	stmts := []clients.Statement{
@@ -544,6 +548,7 @@ var noteTime = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6} UTC`)
 // and rewrites identical data in the other: reuse depends on load
 // generations, never on the content.
 func TestReuseIsolation(t *testing.T) {
+	fullRunOnly(t)
 	type step struct {
 		name   string
 		reload bool // restart after rewriting the data file (with the victim in deployment 1)

@@ -193,7 +193,7 @@ func TestAnalystReleases(t *testing.T) {
 		{"SELECT DISTINCT user_id FROM visits", "", 1},                                  // every user id is held by one user: none released
 		{"SELECT DISTINCT item FROM visits WHERE JSON_EXTRACT(item, '$.a') = 1", "", 1}, // fails on most rows: skipped, no error
 		{"SELECT name FROM pages ORDER BY name", "common|public", 0},
-		// A release as a scalar subquery (README lists it).
+		// A release as a scalar subquery (docs/sql.md lists it).
 		{"SELECT (SELECT DP_SET_UNION(item, user_id) FROM visits WHERE g = 0)", `["common", "even"]`, 1},
 		{"SELECT (SELECT DISTINCT item FROM visits WHERE item = 'even')", "even", 1},
 		{"SELECT JSON_LENGTH((SELECT DP_SET_UNION(item, user_id) FROM visits)) AS n", "2", 1},

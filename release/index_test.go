@@ -113,7 +113,7 @@ func TestIndexPairsEqualScanPairs(t *testing.T) {
 	r := rand.New(rand.NewPCG(14, 2))
 	ix := NewIndexes(1<<30, t.Logf)
 	ctx := sql.NewContext(context.Background())
-	for trial := range 60 {
+	for trial := range trials(60, 12) {
 		tbl := randomTable(t, r, trial%2 == 1)
 		for _, col := range []string{"s", "n", "uid"} {
 			x, err := buildIndex(ctx, tbl, "db", "t", "uid", column(tbl, col), sealed.DefaultLimits())
@@ -283,7 +283,7 @@ func TestIndexExprPairsEqualScanPairs(t *testing.T) {
 	ix := NewIndexes(1<<30, t.Logf)
 	ctx := sql.NewContext(context.Background())
 	used, declined := 0, 0
-	for trial := range 18 {
+	for trial := range trials(18, 6) {
 		tbl := randomTable(t, r, trial%2 == 1)
 		lim := sealed.Limits{}
 		if trial%3 == 2 {

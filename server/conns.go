@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -164,12 +165,24 @@ func hostOf(a net.Addr) string {
 	return a.String()
 }
 
-// rawConn returns the connection vitess was given for c.
+// rawConn returns the connection vitess was given for c. vitess wraps it
+// in netutil.ConnWithTimeouts when read or write timeouts are configured,
+// and replaces it by a *tls.Conn over that when the client asks for TLS
+// (mysql.Listener.handle): both are unwrapped, or a TLS connection would be
+// unknown to the guard — never counted against the connection limits, and
+// closed by the handshake timer however long after authentication.
 func rawConn(c *mysql.Conn) net.Conn {
-	if w, ok := c.Conn.(netutil.ConnWithTimeouts); ok {
-		return w.Conn
+	conn := c.Conn
+	for {
+		switch w := conn.(type) {
+		case netutil.ConnWithTimeouts:
+			conn = w.Conn
+		case *tls.Conn:
+			conn = w.NetConn()
+		default:
+			return conn
+		}
 	}
-	return c.Conn
 }
 
 // authenticated is called when user authenticated on c: it counts the

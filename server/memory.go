@@ -40,8 +40,8 @@ import (
 // Memory is a shared resource, not a per-statement one: a statement may be
 // stopped because of another's memory, and a release whose scan grows with
 // the table may be stopped on a big table and not on a small one (the size
-// of the data, like a release's running time, is not protected; see README,
-// "The privacy guarantee of the server").
+// of the data, like a release's running time, is not protected; see
+// docs/deployment.md#the-privacy-guarantee-of-the-server).
 type memoryGuard struct {
 	limit uint64
 	log   *logrus.Logger

@@ -29,7 +29,7 @@ type ngramRow struct {
 }
 
 // TestServerNgrams runs DP_NGRAMS through go-sql-driver/mysql on a real
-// loopback connection over the demo data: the README's example, a
+// loopback connection over the demo data: docs/ngrams.md's example, a
 // server-side prepared statement with ? arguments, errors that leave the
 // connection usable, and a full release at a large ε.
 func TestServerNgrams(t *testing.T) {
@@ -59,7 +59,7 @@ func TestServerNgrams(t *testing.T) {
 		return out, rows.Err()
 	}
 
-	// The README's example, and the column types clients see.
+	// docs/ngrams.md's example, and the column types clients see.
 	rows, err := conn.QueryContext(ctx, "SELECT * FROM DP_NGRAMS('demo.posts', 'body', 'user_id', 'epsilon=4') WHERE n = 2 LIMIT 10")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestServerNgrams(t *testing.T) {
 	}
 	rows.Close()
 	if got != 10 {
-		t.Errorf("README example returned %d rows, want 10", got)
+		t.Errorf("docs/ngrams.md example returned %d rows, want 10", got)
 	}
 
 	// A server-side prepared statement (COM_STMT_PREPARE, then EXECUTE)

@@ -179,22 +179,47 @@ func (s *Server) Close() error {
 	return s.s.Close()
 }
 
+// shutdownReplyGrace is how long Shutdown lets a connection whose
+// statement has just ended write its reply before it disconnects it.
+const shutdownReplyGrace = 500 * time.Millisecond
+
 // Shutdown stops the server gracefully: it stops accepting connections,
 // disconnects idle clients at once, lets running statements finish for up
 // to timeout (disconnecting each client as its statement ends), then
 // cancels the statements still running and disconnects their clients, and
 // waits briefly for the connections to wind down. It returns the number of
 // statements it had to cancel.
+//
+// A statement's process leaves the Query state when go-mysql-server has
+// handed over its last rows, before vitess writes the end of the result
+// to the client: a connection seen running is therefore disconnected only
+// once it has been seen idle for shutdownReplyGrace, so that the reply of
+// a statement that has just finished is not cut off ("invalid connection"
+// at the client, seen on a loaded machine).
 func (s *Server) Shutdown(timeout time.Duration) (canceled int, err error) {
 	err = s.Close()
 	sm := s.s.SessionManager()
 	deadline := time.Now().Add(timeout)
+	idleSince := map[uint32]time.Time{} // connections seen running: when they were first seen idle again
 	for {
 		running := 0
+		now := time.Now()
 		for _, p := range s.e.ProcessList.Processes() {
 			if p.Command == sql.ProcessCommandQuery {
 				running++
+				idleSince[p.Connection] = time.Time{}
 				continue
+			}
+			if since, ran := idleSince[p.Connection]; ran {
+				if since.IsZero() {
+					idleSince[p.Connection] = now
+					running++
+					continue
+				}
+				if now.Sub(since) < shutdownReplyGrace && now.Before(deadline) {
+					running++
+					continue
+				}
 			}
 			sm.KillConnection(p.Connection)
 		}

@@ -26,8 +26,30 @@ import (
 	"github.com/dpsql/dpsql/server/config"
 )
 
-// TestREADME runs the examples of README.md against real servers, so that
-// what the front door promises works:
+// docFiles are the documents whose examples TestDocs runs, with the least
+// number of blocks each must run (so that a broken parser or a lost marker
+// cannot make the test vacuous). Every docs/*.md must be listed.
+var docFiles = []struct {
+	path   string
+	minRun int
+}{
+	{"README.md", 10},
+	{"docs/sql.md", 6},
+	{"docs/deployment.md", 3},
+	{"docs/batch.md", 2},
+	{"docs/ngrams.md", 2},
+	{"docs/beam.md", 0},        // its commands need the Beam module or a cluster: illustrative
+	{"docs/performance.md", 0}, // commands in prose only
+	{"docs/development.md", 0}, // go test commands (this run)
+	{"docs/architecture.md", 0},
+	{"docs/privacy.md", 0},
+	{"docs/gms.md", 0},
+}
+
+// TestDocs runs the examples of README.md and of every docs/*.md against
+// real servers, so that what the documents promise works. Each file runs
+// in a harness of its own (its own servers and working directory), as a
+// reader following that file alone would:
 //
 //   - ```sh blocks: every command; ```console blocks: the lines after "$ ".
 //     dpsql commands (also written ./dpsql or go run ./cmd/dpsql) run as
@@ -36,7 +58,7 @@ import (
 //     configuration's listen, or 127.0.0.1:3306, is remembered and later
 //     commands' ports are mapped onto the real one) with the ledger in a
 //     temporary directory; mysql commands run the mysql command-line client
-//     with the password of the user they name (the README's `-p` prompts);
+//     with the password of the user they name (the documents' `-p` prompts);
 //     `go build`/`go install ./cmd/dpsql` are checked with go list (this
 //     binary is that build), `go test` is not run (it is this run); head,
 //     cat and wc run as they are. Paths under examples/ are the
@@ -55,10 +77,33 @@ import (
 // A block right after "<!-- illustrative -->" (or "<!-- illustrative: why
 // -->") is not run. Any other command
 // fails the test: mark its block illustrative or teach this harness.
-// Output shown in the README is not compared (releases are random).
-func TestREADME(t *testing.T) {
+// Output shown in the documents is not compared (releases are random).
+func TestDocs(t *testing.T) {
 	root := testenv.ModuleRoot()
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	listed := map[string]bool{}
+	for _, f := range docFiles {
+		listed[f.path] = true
+	}
+	all, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range all {
+		if rel := "docs/" + filepath.Base(p); !listed[rel] {
+			t.Errorf("%s is not in docFiles: add it, with the number of its blocks that must run", rel)
+		}
+	}
+	for _, f := range docFiles {
+		t.Run(strings.NewReplacer("/", "_", ".md", "").Replace(f.path), func(t *testing.T) {
+			t.Parallel() // each file has its own servers, ports and directories
+			runDocExamples(t, root, f.path, f.minRun)
+		})
+	}
+}
+
+// runDocExamples runs the blocks of one document in a harness of its own.
+func runDocExamples(t *testing.T, root, path string, minRun int) {
+	text, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +119,13 @@ func TestREADME(t *testing.T) {
 		ran++
 		t.Run(fmt.Sprintf("line%d_%s", b.line, b.lang), func(t *testing.T) { h.run(t, b) })
 	}
-	if ran < 10 {
-		t.Errorf("only %d README blocks ran", ran)
+	if ran < minRun {
+		t.Errorf("only %d blocks of %s ran, want at least %d", ran, path, minRun)
 	}
-	t.Logf("%d blocks (%d run) in %v", len(blocks), ran, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s: %d blocks (%d run) in %v", path, len(blocks), ran, time.Since(start).Round(time.Millisecond))
 }
 
-// readmeBlock is one fenced block of README.md.
+// readmeBlock is one fenced block of a document.
 type readmeBlock struct {
 	line         int    // 1-based line of the opening fence
 	lang         string // sh, console, sql, python, yaml; "" for others (not run)
@@ -91,7 +136,7 @@ type readmeBlock struct {
 
 var readmeMarker = regexp.MustCompile(`^<!--\s*(illustrative\b.*|file:\s*(\S+))\s*-->$`)
 
-// readmeBlocks splits README text into fenced blocks, with the marker on
+// readmeBlocks splits a document's text into fenced blocks, with the marker on
 // the last non-blank line before each.
 func readmeBlocks(text string) []readmeBlock {
 	var out []readmeBlock
@@ -127,7 +172,7 @@ func readmeBlocks(text string) []readmeBlock {
 	return out
 }
 
-// readmeHarness holds what the README's commands share: a working
+// readmeHarness holds what one document's commands share: a working
 // directory and the servers they started.
 type readmeHarness struct {
 	root, work, dataDir string
@@ -171,7 +216,7 @@ func (h *readmeHarness) run(t *testing.T, b readmeBlock) {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(got), strings.TrimSpace(b.body)) {
-			t.Errorf("the README's copy of %s differs from the file", b.file)
+			t.Errorf("the document's copy of %s differs from the file", b.file)
 		}
 	}
 }
@@ -258,7 +303,7 @@ func shellWords(line string) ([]string, error) {
 	return words, nil
 }
 
-// command runs one command line of the README.
+// command runs one command line of a document.
 func (h *readmeHarness) command(t *testing.T, line string) {
 	t.Helper()
 	words, err := shellWords(line)
@@ -296,7 +341,7 @@ func (h *readmeHarness) command(t *testing.T, line string) {
 	case words[0] == "head" || words[0] == "cat" || words[0] == "wc":
 		h.exec(t, line, words[0], h.paths(t, words[1:]), stdin, stdout)
 	default:
-		t.Errorf("%q: the README test cannot run %s; mark the block <!-- illustrative --> or teach readme_test.go", line, words[0])
+		t.Errorf("%q: the documentation test cannot run %s; mark the block <!-- illustrative --> or teach readme_test.go", line, words[0])
 	}
 }
 
@@ -496,7 +541,7 @@ func (h *readmeHarness) server(t *testing.T, host, port string) *readmeServer {
 		h.mu.Unlock()
 	}
 	if s == nil {
-		t.Fatalf("no README example started a server on %s", addr)
+		t.Fatalf("no example of this document started a server on %s", addr)
 	}
 	return s
 }
@@ -544,7 +589,7 @@ func (h *readmeHarness) mysql(t *testing.T, line string, args []string) {
 		case a == "-p" || a == "--password":
 			pw, ok := s.passwords[user]
 			if !ok {
-				t.Fatalf("%q: the README test knows no password of %q", line, user)
+				t.Fatalf("%q: the documentation test knows no password of %q", line, user)
 			}
 			run = append(run, "-p"+pw)
 		default:

@@ -248,13 +248,28 @@ func TestLedgerKilledMidRelease(t *testing.T) {
 	analyst.Close()
 
 	// SIGTERM while a statement runs: it finishes, the server exits 0.
+	// The signal goes once the statement is seen running (a fixed pause
+	// was too short on a loaded machine: SIGTERM came before the
+	// statement's connection, which the stopping server then refused).
 	admin := openAs(t, srv2.addr, "admin", dpw, "demo")
+	watcher := openAs(t, srv2.addr, "admin", dpw, "demo")
 	finished := make(chan error, 1)
 	go func() {
 		var x int
-		finished <- admin.QueryRow("SELECT SLEEP(1) + 1").Scan(&x)
+		finished <- admin.QueryRow("SELECT SLEEP(3) + 1").Scan(&x)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		var running int
+		err := watcher.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP(3)%'").Scan(&running)
+		if err == nil && running > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the statement was not seen running within 2 minutes (%v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	watcher.Close()
 	if err := srv2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

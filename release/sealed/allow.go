@@ -234,7 +234,7 @@ func Allowed() []Entry {
 }
 
 // ListDoc is where the allow-list is documented for users.
-const ListDoc = "README.md, section \"Expressions inside a release\""
+const ListDoc = "docs/deployment.md, section \"Expressions inside a release\""
 
 // NotAllowedError is the refusal of an expression a release may not
 // evaluate. Expr is the SQL text of the refused part (a function name, an
@@ -264,7 +264,7 @@ func describe(e sql.Expression) string {
 	return s
 }
 
-// Markdown returns the allow-list as README's table: one row per group, the
+// Markdown returns the allow-list as docs/deployment.md's table: one row per group, the
 // SQL spellings, and the restrictions.
 func Markdown() string {
 	var b strings.Builder

@@ -9,14 +9,22 @@ import (
 	"github.com/dpsql/dpsql/internal/testenv"
 )
 
-// TestREADMEAllowList: README's list of what a release may evaluate is
+// allowListDoc is the document, relative to the module root, whose table
+// between the allow-list markers lists what a release may evaluate (ListDoc
+// names it in refusals).
+const allowListDoc = "docs/deployment.md"
+
+// TestAllowListDoc: the documented list of what a release may evaluate is
 // the allow-list (regenerate the table between the markers with Markdown).
-func TestREADMEAllowList(t *testing.T) {
+func TestAllowListDoc(t *testing.T) {
 	root := testenv.ModuleRoot()
 	if root == "" {
 		t.Skip("no module root")
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if !strings.HasPrefix(ListDoc, allowListDoc+",") {
+		t.Fatalf("ListDoc %q does not name %s", ListDoc, allowListDoc)
+	}
+	b, err := os.ReadFile(filepath.Join(root, allowListDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +32,9 @@ func TestREADMEAllowList(t *testing.T) {
 	s := string(b)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %q … %q section", begin, end)
+		t.Fatalf("%s has no %q … %q section", allowListDoc, begin, end)
 	}
 	if got, want := s[i+len(begin):j], Markdown(); got != want {
-		t.Errorf("README.md's allow-list is out of date; replace it with:\n%s", want)
+		t.Errorf("%s's allow-list is out of date; replace it with:\n%s", allowListDoc, want)
 	}
 }

@@ -201,7 +201,7 @@ func (r Reuse) EffectiveScope() string {
 }
 
 // Limits are the server's resource limits; an omitted (zero) field keeps
-// its default (README, section "Configuration: limits", lists them all).
+// its default (docs/deployment.md#configuration-limits lists them all).
 // Sizes are bytes, times are Go durations ("10m", "30s").
 type Limits struct {
 	MaxStatementBytes        int           `yaml:"max_statement_bytes"`
@@ -453,7 +453,7 @@ func parse(data []byte, path, dir string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: the configuration is empty; start from examples/dpsql.yaml (README, section Your own data)", name)
+		return nil, fmt.Errorf("%s: the configuration is empty; start from examples/dpsql.yaml or examples/searches.yaml (README.md, section Your own data)", name)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -9,7 +9,7 @@ import (
 
 // TestFilterDefaultReleases: how many default releases (ε = 1, δ = 1e-6) a
 // budget of (10, 1e-5) admits under the filter, against basic composition
-// (10). README quotes these numbers.
+// (10). docs/batch.md quotes these numbers.
 func TestFilterDefaultReleases(t *testing.T) {
 	c, err := SetUnionOptions(setunion.Defaults())
 	if err != nil {

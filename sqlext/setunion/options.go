@@ -218,7 +218,7 @@ type Options struct {
 }
 
 // Default values of Defaults, chosen by measurement (issue 16; the table is
-// in README and TestReferenceTable): dp_sips with Δ0 chosen privately
+// in docs/batch.md and TestReferenceTable): dp_sips with Δ0 chosen privately
 // beats or matches the best tuned reference configuration on every shared
 // corpus, and on few-items-per-user data matches or beats the former default
 // policy_gaussian_l2 with Δ0 = 100.
