@@ -44,6 +44,8 @@ var docFiles = []struct {
 	{"docs/architecture.md", 0},
 	{"docs/privacy.md", 0},
 	{"docs/gms.md", 0},
+	{"docs/sources.md", 0},              // needs a database source: server/sources_test.go runs against real servers
+	{"docs/deployment-hardening.md", 0}, // configuration excerpts
 }
 
 // TestDocs runs the examples of README.md and of every docs/*.md against
