@@ -16,7 +16,7 @@ func TestWaitBuilds(t *testing.T) {
 		<-finish
 		return nil, 0, "", errors.New("not built")
 	}
-	if e := ix.entry(indexKey{db: "d", table: "t", unit: "u", key: "k"}, 1, "d.t.k", startBuild(build)); e == nil {
+	if e := ix.entry(indexKey{db: "d", table: "t", unit: "u", key: "k"}, 1, "d.t.k", 0, startBuild(build)); e == nil {
 		t.Fatal("no build started")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
