@@ -95,7 +95,7 @@ import (
 // key strings, and its views prepared for releases (Index.Bytes: 19.6 MiB
 // per million pairs on git_python_ecosystem's words); building it takes
 // about one scan, plus a transient map of the pairs' first rows.
-// Indexes bounds the total: columns' indexes and corpora share 3/4 of it
+// Indexes bounds the total: columns' indexes and corpora share half of it
 // (one that does not fit is not kept and its releases scan); expressions'
 // indexes share the rest, divided among the accounts, and each reserves,
 // before its build, a static bound of its size (exprIndexBound) with the
@@ -260,7 +260,7 @@ func (s *Scan) Indexed(ctx *sql.Context, ix *Indexes, i int) (_ *Index, ok bool)
 	// holds them, and the build evaluates under a copy of this session's
 	// variables. And the index is the account's own.
 	key := indexKey{account(ctx), strings.ToLower(s.db), strings.ToLower(s.name), strings.ToLower(s.unitCol), exprKeyPrefix + expr}
-	bound, ok := exprIndexBound(s.src, s.unitCol, s.keyExprs[i].Type(), s.lim)
+	bound, ok := exprIndexBound(s.src, s.unitCol, s.keyExprs[i], s.lim)
 	if !ok {
 		return nil, false
 	}
@@ -690,7 +690,7 @@ func (k indexKey) bytes() int64 {
 // evaluation limits allow) could otherwise fill the memory that indexes
 // hold for good; columns' indexes and corpora, a few per table, built by
 // the server, hold the rest (columnShare).
-const exprShare = 4
+const exprShare = 2
 
 // quota is one account's share of the memory of expressions' indexes.
 func (ix *Indexes) quota() int64 { return ix.limit / exprShare / int64(max(ix.accounts, 1)) }

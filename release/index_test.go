@@ -372,7 +372,7 @@ func TestIndexExprEviction(t *testing.T) {
 	lower := scanOf(function.NewLower(column(tbl, "s")))
 	upper := scanOf(function.NewUpper(column(tbl, "s")))
 	bound := func(sc *Scan) int64 {
-		b, ok := exprIndexBound(sc.src, sc.unitCol, sc.keyExprs[0].Type(), sc.lim)
+		b, ok := exprIndexBound(sc.src, sc.unitCol, sc.keyExprs[0], sc.lim)
 		if !ok {
 			t.Fatal("no bound")
 		}

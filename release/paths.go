@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/release/sealed"
@@ -269,6 +271,7 @@ func (ix *Indexes) Close() {
 type sizedTable interface {
 	Len() int
 	TextBytes(col string) (int64, bool)
+	Distinct(col string) (int64, bool)
 }
 
 // Bytes an index holds per row at most besides the units' and items'
@@ -292,7 +295,8 @@ const (
 // tag; for any other type, the largest value the limits allow, with its
 // tag) + the bytes of the privacy unit's distinct texts. ok is false when
 // the table does not report its size (the release then scans).
-func exprIndexBound(table sql.Table, unitCol string, keyType sql.Type, lim sealed.Limits) (int64, bool) {
+func exprIndexBound(table sql.Table, unitCol string, keyExpr sql.Expression, lim sealed.Limits) (int64, bool) {
+	keyType := keyExpr.Type()
 	st, ok := table.(sizedTable)
 	if !ok {
 		return 0, false
@@ -310,5 +314,57 @@ func exprIndexBound(table sql.Table, unitCol string, keyType sql.Type, lim seale
 	if !ok {
 		return 0, false
 	}
-	return rows*(indexRowBytes+item) + 4 + units, true
+	bound := rows*(indexRowBytes+item) + 4 + units
+	if col, factor, ok := textOf(keyExpr); ok && !types.IsInteger(keyType) {
+		colBytes, ok1 := st.TextBytes(col)
+		items, ok2 := st.Distinct(col)
+		users, ok3 := st.Distinct(unitCol)
+		if ok1 && ok2 && ok3 {
+			// Items are the distinct values of keyExpr, a function of one
+			// column's value: at most one per distinct value of the
+			// column (and NULL), each no longer than factor times it,
+			// plus its tag and length; users at most the unit's distinct
+			// values; pairs at most the rows.
+			items, users = min(items+1, rows), min(users, rows)
+			tight := rows*indexPairBytes + users*indexUserBytes + items*(indexItemBytes+1+3) + factor*colBytes + 4 + units
+			bound = min(bound, tight)
+		}
+	}
+	return bound, true
+}
+
+// maxCaseGrowth bounds how many times longer, in bytes, LOWER or UPPER
+// makes a string: in UTF-8 a case mapping turns a rune of 1 byte into 1,
+// of 2 into at most 3, of 3 into at most 4 (×1.5); 3 leaves room for any
+// character set's encoder.
+const maxCaseGrowth = 3
+
+// textOf reports whether e is a text column, or LOWER, UPPER, SUBSTRING,
+// SUBSTRING_INDEX, LEFT, RIGHT, TRIM, LTRIM or RTRIM of such an expression
+// with constant other arguments: a function of one column's value whose
+// text is at most factor times that value's bytes (a substring or a trim
+// is no longer than its string; a case mapping at most maxCaseGrowth
+// times). It returns the column's name. Anything else is not recognised
+// (ok false), and its index keeps the bound of the value limit.
+func textOf(e sql.Expression) (col string, factor int64, ok bool) {
+	switch e := e.(type) {
+	case *expression.GetField:
+		if !types.IsText(e.Type()) {
+			return "", 0, false
+		}
+		return e.Name(), 1, true
+	case *function.Lower, *function.Upper:
+		c, f, ok := textOf(e.Children()[0])
+		return c, f * maxCaseGrowth, ok && f <= 1<<20
+	case *function.Substring, *function.SubstringIndex, function.Left, function.Right, *function.Left, *function.Right,
+		*function.Trim, *function.LeftTrim, *function.RightTrim:
+		ch := e.Children()
+		for _, a := range ch[1:] {
+			if _, lit := a.(*expression.Literal); !lit {
+				return "", 0, false
+			}
+		}
+		return textOf(ch[0])
+	}
+	return "", 0, false
 }

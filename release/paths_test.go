@@ -31,7 +31,7 @@ func TestIndexesPerAccount(t *testing.T) {
 	}
 	lower := function.NewLower(column(tbl, "s"))
 	upper := function.NewUpper(column(tbl, "s"))
-	bound, ok := exprIndexBound(tbl, "uid", lower.Type(), sealed.Limits{})
+	bound, ok := exprIndexBound(tbl, "uid", lower, sealed.Limits{})
 	if !ok {
 		t.Fatal("no bound")
 	}

@@ -33,6 +33,9 @@ func (b *bitmap) set(i int) {
 type valueColumn[T any] struct {
 	vals  []T
 	nulls bitmap
+	// distinct, when positive, bounds the number of distinct values
+	// (BIGINT columns: distinctInts).
+	distinct int64
 }
 
 func (c *valueColumn[T]) fill(dst []any, stride, off, from, n int) {
@@ -314,7 +317,8 @@ func (b *ColumnBuilder) appendInt64(v int64) error {
 func (b *ColumnBuilder) build() column {
 	switch b.col.Type {
 	case BigInt:
-		return &valueColumn[int64]{vals: shrink(b.ints), nulls: b.nulls}
+		vals := shrink(b.ints)
+		return &valueColumn[int64]{vals: vals, nulls: b.nulls, distinct: distinctInts(vals)}
 	case Double:
 		return &valueColumn[float64]{vals: shrink(b.flts), nulls: b.nulls}
 	case Date, Datetime:
@@ -322,6 +326,15 @@ func (b *ColumnBuilder) build() column {
 	}
 	b.dict = nil
 	return &textColumn{codes: shrink(b.codes), dict: shrink(b.strs), size: b.size}
+}
+
+// distinctInts is the number of distinct values of vals (a NULL's slot
+// counts as a value: an upper bound), from a sorted copy: a statistic of
+// the table that the release index's static bounds read (Table.Distinct).
+func distinctInts(vals []int64) int64 {
+	c := slices.Clone(vals)
+	slices.Sort(c)
+	return int64(len(slices.Compact(c)))
 }
 
 // shrink returns s in an array of its length when append left much spare
