@@ -234,7 +234,7 @@ type Limits struct {
 	// ReleaseIndexBytes bounds the memory of the release indexes (per
 	// protected table and column or key expression, the grouped pairs that
 	// releases take instead of scanning, and the n-gram corpora of text
-	// columns; release.Indexes; expressions' indexes share a quarter of
+	// columns; release.Indexes; expressions' indexes, each analyst's own, share half of
 	// it). 0: 512 MiB; -1: none, every release scans.
 	ReleaseIndexBytes int64 `yaml:"release_index_bytes"`
 	// PublicLookupRows and PublicLookupBytes bound the public side of each
