@@ -82,11 +82,18 @@ func startIsolationAt(t testing.TB, dir, data string, log ...io.Writer) *server.
 	return startIsolationLimits(t, dir, data, "", log...)
 }
 
-// startIsolationLimits is startIsolationAt with more lines of the
-// configuration's limits section (each "  name: value\n").
-func startIsolationLimits(t testing.TB, dir, data, limits string, log ...io.Writer) *server.Governed {
+// isolationConfig is the configuration of an isolation deployment: the
+// protected people table read from data, the public lookup table in dir,
+// limits' lines added to the limits section, an administrator and the
+// analyst, and one more analyst per (user, password) pair of more.
+func isolationConfig(t testing.TB, dir, data, limits string, more ...[2]string) string {
 	t.Helper()
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+	var analysts strings.Builder
+	for _, a := range append([][2]string{{"analyst", analystPassword}}, more...) {
+		fmt.Fprintf(&analysts, "    - user: %s\n      password_hash: '%s'\n      budgets:\n        - {database: iso, epsilon: 100000, delta: 0.5}\n",
+			a[0], hashOf(t, config.NativePassword, a[1]))
+	}
+	return fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
   - database: iso
@@ -113,11 +120,14 @@ limits:
   admins:
     - {user: admin, password_hash: '%s'}
   analysts:
-    - user: analyst
-      password_hash: '%s'
-      budgets:
-        - {database: iso, epsilon: 100000, delta: 0.5}
-`, data, filepath.Join(dir, "lookup.tsv"), limits, hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
+%s`, data, filepath.Join(dir, "lookup.tsv"), limits, hashOf(t, config.NativePassword, adminPassword), analysts.String())
+}
+
+// startIsolationLimits is startIsolationAt with more lines of the
+// configuration's limits section (each "  name: value\n").
+func startIsolationLimits(t testing.TB, dir, data, limits string, log ...io.Writer) *server.Governed {
+	t.Helper()
+	cfg := isolationConfig(t, dir, data, limits)
 	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
 	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
 	if len(log) > 0 {

@@ -17,7 +17,6 @@ import (
 	"github.com/dpsql/dpsql/functions"
 	dprelease "github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
-	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
@@ -54,44 +53,7 @@ func startPaths(t testing.TB, users int, withVictim bool, more string, log *lock
 	}
 	writeFile(t, data, b.String())
 	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-data_dir: data
-datasets:
-  - database: iso
-    table: people
-    file: %s
-    columns:
-      - {name: user_id, type: VARCHAR(32)}
-      - {name: email, type: TEXT}
-      - {name: ssn, type: VARCHAR(16)}
-      - {name: secret, type: TEXT}
-      - {name: n, type: BIGINT}
-      - {name: d, type: DATE}
-      - {name: note, type: TEXT}
-    privacy_unit: user_id
-  - database: iso
-    table: lookup
-    file: %s
-    columns:
-      - {name: k, type: VARCHAR(32)}
-    public: true
-limits:
-  max_budget_delta: 0.5
-  release_row_work: 25000
-%saccounts:
-  admins:
-    - {user: admin, password_hash: '%s'}
-  analysts:
-    - user: analyst
-      password_hash: '%s'
-      budgets:
-        - {database: iso, epsilon: 100000, delta: 0.5}
-    - user: analyst2
-      password_hash: '%s'
-      budgets:
-        - {database: iso, epsilon: 100000, delta: 0.5}
-`, data, filepath.Join(dir, "lookup.tsv"), more, hashOf(t, config.NativePassword, adminPassword),
-		hashOf(t, config.NativePassword, analystPassword), hashOf(t, config.NativePassword, analyst2Password))
+	cfg := isolationConfig(t, dir, data, "  release_row_work: 25000\n"+more, [2]string{"analyst2", analyst2Password})
 	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
 	if log != nil {
 		o.Log = log
