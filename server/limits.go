@@ -17,6 +17,8 @@ import (
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 	"github.com/sirupsen/logrus"
+
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 )
 
 // Limits bound what one statement, one account and one connection may use,
@@ -193,7 +195,7 @@ func (l Limits) CheckStatementText(text string) error {
 }
 
 // ERTooHighLevelOfNesting is MySQL's ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT.
-const ERTooHighLevelOfNesting = 1473
+const ERTooHighLevelOfNesting = mysqlerr.TooHighLevelOfNestingForSelect
 
 // isOperator reports whether a token type is a unary or binary operator.
 func isOperator(typ int) bool {
