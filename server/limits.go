@@ -18,6 +18,7 @@ import (
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 	"github.com/sirupsen/logrus"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/internal/mysqlerr"
 )
 
@@ -83,7 +84,7 @@ func DefaultLimits() Limits {
 		MaxNesting:               200,
 		MaxInList:                10_000,
 		MaxExecutionTime:         10 * time.Minute,
-		MaxStringBytes:           4 << 20,
+		MaxStringBytes:           engine.DefaultMaxStringBytes,
 		MaxStatementsPerAccount:  8,
 		MaxConnections:           256,
 		AdminConnections:         8,
