@@ -10,11 +10,11 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/lookup"
-	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
@@ -102,7 +102,7 @@ func newPublicEngine(t *testing.T, gov release.Governor, opts ...planner.PolicyO
 	}
 	seed := uint64(0)
 	rnd := func() *rand.Rand { seed++; return securerand.NewSeeded(seed) }
-	e, err := server.NewEngine(server.Config{Provider: pro, Functions: functions.Config{Rand: rnd, Governor: gov},
+	e, err := engine.New(engine.Config{Provider: pro, Functions: functions.Config{Rand: rnd, Governor: gov},
 		Rules: planner.PolicyRules(gov, append([]planner.PolicyOption{planner.WithRand(rnd)}, opts...)...)})
 	if err != nil {
 		t.Fatal(err)
