@@ -27,6 +27,9 @@ func (r *Release) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, 
 		what = strings.ToUpper(functions.SetUnionName)
 	case aggregateRows:
 		what = "GROUP BY with DP aggregates"
+		if r.pubKeys != nil {
+			what = "GROUP BY over public keys with DP aggregates"
+		}
 		if r.aggPlan.Global {
 			what = "DP aggregates without GROUP BY"
 		}
@@ -34,6 +37,10 @@ func (r *Release) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, 
 	facts := []explain.Fact{explain.F("release", fmt.Sprintf("%s over %s.%s", what, r.db, r.name), "what the statement releases privately")}
 	if r.mode == aggregateRows {
 		facts = append(facts, r.aggPlan.Facts()...)
+		var err error
+		if facts, err = r.explainPublicKeys(ctx, facts); err != nil {
+			return nil, nil, err
+		}
 	} else {
 		opts := r.options()
 		for i, o := range opts {

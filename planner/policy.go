@@ -738,6 +738,9 @@ func isConstantNonNull(e sql.Expression) bool {
 // aggregates: the options from the session (and the statement's SET_VAR
 // hints), calibrated now so that bad options fail before any charge.
 func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression, adjust ...func(*dpagg.Options)) (*Release, error) {
+	if src.join != nil && src.join.keys && !src.join.checked {
+		return p.publicKeysRelease(ctx, src, keys, aggs, out, schema, ids, adjust...) // publickeys.go
+	}
 	kinds := make([]dpagg.Kind, len(aggs))
 	var values []sql.Expression
 	valueOf := make([]int, len(aggs))
@@ -828,6 +831,9 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 	}
 	if src.join != nil && src.join.err != nil {
 		return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("%v; %s", src.join.err, joinForm))
+	}
+	if err := src.join.refuseKeys(src, mode); err != nil {
+		return nil, err // publickeys.go
 	}
 	filters, publics, err := p.enrich(ctx, src)
 	if err != nil {

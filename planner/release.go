@@ -60,6 +60,9 @@ type Release struct {
 	// publics are the public sides of the release's lookups (public.go),
 	// read before anything is charged.
 	publics []*release.Public
+	// pubKeys is the public key set of a GROUP BY over public keys
+	// (publickeys.go), or nil.
+	pubKeys *publicKeys
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)
@@ -460,6 +463,9 @@ func (c *unitCache) id(b *setunion.Builder, unit []byte) uint32 {
 // (*flight as for releaseSets).
 func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (release.Released, *release.Reuse, error) {
 	pipe, err := dpagg.New(r.aggOpts)
+	if err == nil {
+		err = r.setPublicKeys(pipe) // publickeys.go
+	}
 	if err != nil {
 		return release.Released{}, nil, err
 	}

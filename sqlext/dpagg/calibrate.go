@@ -44,6 +44,9 @@ type Plan struct {
 	// Global is set for a release of one row without key selection
 	// (Options.Global); Selection is then empty.
 	Global bool `json:"global,omitempty"`
+	// PublicKeys is set for a release over a public key set without key
+	// selection (Options.PublicKeys); Selection is then empty.
+	PublicKeys bool `json:"public_keys,omitempty"`
 	// Bounds is the private choice of the bounds the options leave unset
 	// (bounds.go), or nil. Until the choice is made, the plan's Δ0, m and
 	// clamping bounds are placeholders (1, 1 and [0, 1]) and so are its
@@ -161,7 +164,7 @@ func Calibrate(o Options) (*Plan, error) {
 	p := &Plan{
 		Epsilon: o.Epsilon, Delta: o.Delta,
 		MaxGroupsContributed: o.MaxGroupsContributed, MaxRowsPerGroup: o.MaxRowsPerGroup,
-		Noise: o.Noise, Global: o.Global, Bounds: auto,
+		Noise: o.Noise, Global: o.Global, PublicKeys: o.PublicKeys, Bounds: auto,
 	}
 	if o.Global {
 		p.MaxGroupsContributed = 1
@@ -204,8 +207,8 @@ func Calibrate(o Options) (*Plan, error) {
 		}
 	}
 
-	if o.Global {
-		return p.calibrateGlobal(o, stats, totalW)
+	if o.Global || o.PublicKeys {
+		return p.calibrateGlobal(o, stats, totalW) // no key selection: global.go, publickeys.go
 	}
 
 	// Budget split.
@@ -373,9 +376,12 @@ func (p *Plan) Lines() []string {
 		fmt.Sprintf("release: epsilon=%g delta=%g, max_groups_contributed=%d, max_rows_per_group=%d",
 			p.Epsilon, p.Delta, p.MaxGroupsContributed, p.MaxRowsPerGroup),
 	}
-	if p.Global {
+	switch {
+	case p.Global:
 		out = append(out, "key selection: none (no GROUP BY: one row, always released)")
-	} else {
+	case p.PublicKeys:
+		out = append(out, "key selection: none (public keys: every key of the public key set is released)")
+	default:
 		out = append(out, fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
 			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho))
 	}

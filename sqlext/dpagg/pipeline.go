@@ -66,6 +66,11 @@ type Pipeline struct {
 	valueUsers map[string]int
 	tests      *tester
 	chosen     *Chosen
+
+	// The public key set of a release over public keys (publickeys.go):
+	// sorted, and as a set.
+	publicKeys []string
+	publicSet  map[string]struct{}
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -145,6 +150,9 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 	if p.plan.Global && len(key) != 0 {
 		return errors.New("dpagg: a global release takes rows with the empty key only")
 	}
+	if p.plan.PublicKeys && p.publicSet == nil {
+		return errors.New("dpagg: a release over public keys needs SetPublicKeys before Add")
+	}
 	if len(values) != len(p.cols) {
 		return fmt.Errorf("dpagg: row has %d values for %d aggregates", len(values), len(p.cols))
 	}
@@ -154,8 +162,8 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 	if p.valueStats != nil {
 		return errors.New("dpagg: this release chooses clamping bounds: feed the rows to AddValues and call ChooseValueBounds before Add")
 	}
-	if len(unit) == 0 {
-		return nil
+	if len(unit) == 0 || !p.publicKey(key) {
+		return nil // publickeys.go: a key outside the public set is dropped
 	}
 	u, ok := p.userIdx[string(unit)]
 	if !ok {
@@ -407,6 +415,9 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	}
 	if p.plan.Global {
 		return p.releaseGlobal(ctx, rng)
+	}
+	if p.plan.PublicKeys {
+		return p.releasePublic(ctx, rng) // publickeys.go
 	}
 	b, err := setunion.NewBuilder(p.plan.setunionOpts)
 	if err != nil {
