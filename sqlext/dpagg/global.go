@@ -62,6 +62,19 @@ func (p *Pipeline) releaseGlobal(ctx context.Context, rng *rand.Rand) (*Result, 
 	row := Row{Values: make([]float64, len(p.plan.Aggregates))}
 	si := 0
 	for ai, a := range p.plan.Aggregates {
+		if a.Kind == Quantile {
+			kk := -1
+			if present {
+				kk = int(k)
+			}
+			v, err := p.releaseQuantile(rng, ai, kk)
+			if err != nil {
+				return nil, err
+			}
+			row.Values[ai] = v
+			si += len(a.Stats)
+			continue
+		}
 		noisy := make([]int64, len(a.Stats))
 		for j := range a.Stats {
 			var total int64

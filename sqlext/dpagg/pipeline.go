@@ -66,6 +66,8 @@ type Pipeline struct {
 	valueUsers map[string]int
 	tests      *tester
 	chosen     *Chosen
+
+	quant []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -181,6 +183,10 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 		e[0]++
 	}
 	for i, c := range p.cols {
+		if c.kind == Quantile {
+			p.addQuantile(i, u, k, values[i])
+			continue
+		}
 		if c.off == 0 {
 			continue
 		}
@@ -328,6 +334,8 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 					tot[si][k] += int64(min(nn, m))
 					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
 					tot[si+2][k] += sumContribution(nn, int64(e[c.off+2]), m, c.h2, &stats[2])
+				case Quantile:
+					p.keepQuantile(ai, uint32(u), k, m)
 				}
 				si += len(stats)
 			}
@@ -440,6 +448,15 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 		row := Row{Key: key, Values: make([]float64, len(p.plan.Aggregates))}
 		si := 0
 		for ai, a := range p.plan.Aggregates {
+			if a.Kind == Quantile {
+				v, err := p.releaseQuantile(rng, ai, int(k))
+				if err != nil {
+					return nil, err
+				}
+				row.Values[ai] = v
+				si += len(a.Stats)
+				continue
+			}
 			noisy := make([]int64, len(a.Stats))
 			for j := range a.Stats {
 				v, err := a.Stats[j].addNoise(rng, tot[si+j][k])
