@@ -72,6 +72,8 @@ type AggregatePlan struct {
 	// Stats are the noisy statistics the aggregate is computed from: one,
 	// or for AVG the count and the sum of (value − midpoint).
 	Stats []StatPlan `json:"stats"`
+	// Quantile is the level p of a Quantile aggregate.
+	Quantile float64 `json:"quantile,omitempty"`
 }
 
 // StatPlan is one noisy per-key statistic: an exact integer total in units
@@ -103,11 +105,17 @@ type StatPlan struct {
 	// half-width of the noise, in value units.
 	StdDev      float64 `json:"stddev"`
 	HalfWidth95 float64 `json:"half_width_95"`
+	// RankError95 (quantiles only, whose Scale is the exponential
+	// mechanism's temperature in ranks): with probability 0.95 the released
+	// candidate's rank is within this of p·n (quantile.go).
+	RankError95 float64 `json:"rank_error_95,omitempty"`
 
+	quant    *quantileNoise // quantiles: the exponential mechanism
 	kind     Kind
 	rowBound float64 // sums: the largest |value| of one row (centred for AVG)
 	rowGrid  float64 // h: rows are accumulated exactly in units of h
 	weight   float64
+	level    float64 // quantiles: p
 	lap      *discrete.Laplace
 	gau      *discrete.Gaussian
 }
@@ -194,9 +202,13 @@ func Calibrate(o Options) (*Plan, error) {
 			ap.Stats = []StatPlan{countStat(m, w/2), sumStat("normalized_sum", m*b, b, w/2)}
 		case VarPop, VarSamp, StdDevPop, StdDevSamp:
 			ap.Stats = spreadStats(m, (a.Upper-a.Lower)/2, w) // spread.go
+		case Quantile:
+			ap.Quantile = a.Quantile
+			ap.Stats = quantileStats(m, a.Quantile, w) // quantile.go
 		}
 		for i := range ap.Stats {
 			ap.Stats[i].kind = a.Kind
+			ap.Stats[i].level = a.Quantile
 			totalW.Add(totalW, exactRat(ap.Stats[i].weight))
 		}
 		p.Aggregates = append(p.Aggregates, ap)
@@ -252,6 +264,12 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 		for _, s := range stats {
 			// ε_i = w_i/W·ε_a and b_i = Δ0·Units/ε_i, exactly, then rounded up.
 			epsI := new(big.Rat).Mul(epsAgg, new(big.Rat).Quo(exactRat(s.weight), totalW))
+			if s.kind == Quantile {
+				if err := s.calibrateQuantileLaplace(p.MaxGroupsContributed, epsI, s.level); err != nil {
+					return err
+				}
+				continue
+			}
 			s.fitGrid(d0 / ratFloorFloat(epsI)) // b = (Δ0/ε_i)·Units
 			b := new(big.Rat).SetInt64(int64(p.MaxGroupsContributed) * s.Units)
 			b.Quo(b, epsI)
@@ -296,6 +314,14 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 		for _, s := range stats {
 			wf, _ := new(big.Rat).Quo(exactRat(s.weight), totalW).Float64()
 			rhoI := wf * rho * (1 - 1e-9)
+			if s.kind == Quantile {
+				used, err := s.calibrateQuantileRho(p.MaxGroupsContributed, rhoI, s.level)
+				if err != nil {
+					return err
+				}
+				rhoUsed.Add(rhoUsed, used)
+				continue
+			}
 			s.fitGrid(math.Sqrt(d0 / (2 * rhoI))) // σ = √(Δ0/(2ρ_i))·Units
 			// σ² = Δ0·Units²/(2ρ_i) in units of g², exactly from the floats.
 			num := new(big.Int).SetInt64(s.Units)
@@ -401,6 +427,10 @@ func (p *Plan) Lines() []string {
 		name := string(a.Kind)
 		if a.Kind.clamped() {
 			name += fmt.Sprintf(" [%g, %g]", a.Lower, a.Upper)
+		}
+		if a.Kind == Quantile {
+			out = append(out, a.quantileLine(name)) // quantile.go
+			continue
 		}
 		for _, s := range a.Stats {
 			label := name

@@ -54,7 +54,14 @@ func (p *Plan) Facts() []explain.Fact {
 		if a.Kind.clamped() {
 			what += fmt.Sprintf(" of values clamped to [%g, %g]", a.Lower, a.Upper)
 		}
+		if a.Kind == Quantile {
+			what = fmt.Sprintf("quantile p=%g of values clamped to [%g, %g]", a.Quantile, a.Lower, a.Upper)
+		}
 		facts = append(facts, explain.F(pre+"kind", what, fmt.Sprintf("gets %.3g of the aggregates' budget", a.Share)))
+		if a.Kind == Quantile {
+			facts = append(facts, p.quantileFacts(pre, &a)...) // quantile.go
+			continue
+		}
 		for _, s := range a.Stats {
 			sp := pre
 			if len(a.Stats) > 1 {

@@ -31,7 +31,7 @@ const (
 
 // Kinds lists every aggregate kind.
 func Kinds() []Kind {
-	return []Kind{CountRows, CountValues, CountUnits, Sum, Avg, VarPop, VarSamp, StdDevPop, StdDevSamp}
+	return []Kind{CountRows, CountValues, CountUnits, Sum, Avg, VarPop, VarSamp, StdDevPop, StdDevSamp, Quantile}
 }
 
 // ParseKind maps a name (case-insensitive) to a Kind, or explains which exist.
@@ -40,11 +40,11 @@ func ParseKind(name string) (Kind, error) {
 	if slices.Contains(Kinds(), k) {
 		return k, nil
 	}
-	return "", fmt.Errorf("unknown aggregate %q: use one of count, count_column, count_distinct_unit, sum, avg, var_pop, var_samp, stddev_pop, stddev_samp", name)
+	return "", fmt.Errorf("unknown aggregate %q: use one of count, count_column, count_distinct_unit, sum, avg, var_pop, var_samp, stddev_pop, stddev_samp, quantile", name)
 }
 
 // clamped reports whether the aggregate needs clamping bounds.
-func (k Kind) clamped() bool { return k == Sum || k == Avg || k.spread() }
+func (k Kind) clamped() bool { return k == Sum || k == Avg || k.spread() || k == Quantile }
 
 // NeedsBounds reports whether the aggregate clamps its values to bounds
 // (SUM, AVG, the variances and standard deviations).
@@ -66,6 +66,9 @@ type Aggregate struct {
 	// the data at release time (bounds.go); Lower and Upper are then
 	// ignored.
 	AutoBounds bool `json:"auto_bounds,omitempty"`
+	// Quantile is the level p ∈ [0, 1] of a Quantile aggregate (½ for
+	// MEDIAN), rounded to a multiple of 10^−6 (quantile.go).
+	Quantile float64 `json:"quantile,omitempty"`
 }
 
 // Noise is the noise family of the aggregates.
@@ -271,6 +274,9 @@ func (o Options) Validate() error {
 		}
 		if !(a.Weight >= 0) || math.IsInf(a.Weight, 0) {
 			return fmt.Errorf("aggregate %d (%s): weight must be a finite number ≥ 0 (0 means 1), got %v", i+1, a.Kind, a.Weight)
+		}
+		if a.Kind == Quantile && !(a.Quantile >= 0 && a.Quantile <= 1) {
+			return fmt.Errorf("aggregate %d (%s): the level must be a number from 0 to 1 (0.5 for the median), got %v", i+1, a.Kind, a.Quantile)
 		}
 		if !a.Kind.clamped() || a.AutoBounds {
 			continue

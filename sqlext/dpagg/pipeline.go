@@ -71,6 +71,8 @@ type Pipeline struct {
 	// sorted, and as a set.
 	publicKeys []string
 	publicSet  map[string]struct{}
+
+	quant []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -189,6 +191,10 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 		e[0]++
 	}
 	for i, c := range p.cols {
+		if c.kind == Quantile {
+			p.addQuantile(i, u, k, values[i])
+			continue
+		}
 		if c.off == 0 {
 			continue
 		}
@@ -336,6 +342,8 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 					tot[si][k] += int64(min(nn, m))
 					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
 					tot[si+2][k] += sumContribution(nn, int64(e[c.off+2]), m, c.h2, &stats[2])
+				case Quantile:
+					p.keepQuantile(ai, uint32(u), k, m)
 				}
 				si += len(stats)
 			}
@@ -447,21 +455,11 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	res.Stats.Pairs = p.pairs
 	res.Rows = make([]Row, 0, len(sel.Items))
 	for _, key := range sel.Items {
-		k := p.keyIdx[key]
-		row := Row{Key: key, Values: make([]float64, len(p.plan.Aggregates))}
-		si := 0
-		for ai, a := range p.plan.Aggregates {
-			noisy := make([]int64, len(a.Stats))
-			for j := range a.Stats {
-				v, err := a.Stats[j].addNoise(rng, tot[si+j][k])
-				if err != nil {
-					return nil, err
-				}
-				noisy[j] = v
-			}
-			si += len(a.Stats)
-			row.Values[ai] = a.value(noisy)
+		row, err := p.noisyRow(rng, tot, p.keyIdx[key], true)
+		if err != nil {
+			return nil, err
 		}
+		row.Key = key
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil

@@ -129,6 +129,19 @@ func (p *Pipeline) noisyRow(rng *rand.Rand, tot totals, k uint32, present bool) 
 	row := Row{Values: make([]float64, len(p.plan.Aggregates))}
 	si := 0
 	for ai, a := range p.plan.Aggregates {
+		if a.Kind == Quantile {
+			kk := -1 // a key no user has
+			if present {
+				kk = int(k)
+			}
+			v, err := p.releaseQuantile(rng, ai, kk)
+			if err != nil {
+				return Row{}, err
+			}
+			row.Values[ai] = v
+			si += len(a.Stats)
+			continue
+		}
 		noisy := make([]int64, len(a.Stats))
 		for j := range a.Stats {
 			var total int64
