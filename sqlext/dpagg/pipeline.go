@@ -66,6 +66,8 @@ type Pipeline struct {
 	valueUsers map[string]int
 	tests      *tester
 	chosen     *Chosen
+	tieSeed    uint64   // orders tied keys in aggregateKeys, drawn per release
+	keyTie     []uint64 // tieHash of every key, computed once
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -282,7 +284,9 @@ type totals [][]int64
 // bound groups the input, keeps for each user the entries that choose
 // returns (its argument is the user's entry indexes; it may reorder and must
 // return at most Δ0 of them), hands every kept (user, key) pair to emit and
-// returns the per-key totals of every statistic. Each user's contribution to
+// returns the per-key totals of every statistic over the same pairs, or,
+// when the plan has its own AggregateGroups, over the user's keys with the
+// most rows (aggregateKeys, ties by p.tieSeed). Each user's contribution to
 // each key is a function of that user's own rows only.
 func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u, k uint32)) totals {
 	p.group()
@@ -304,9 +308,14 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 		}
 		kept := choose(uint32(u), idx)
 		for _, i := range kept {
+			emit(uint32(u), uint32(l[int(i)*s]>>32))
+		}
+		if p.plan.AggregateGroups > 0 {
+			kept = p.aggregateKeys(l, idx)
+		}
+		for _, i := range kept {
 			e := l[int(i)*s : int(i+1)*s]
 			k := uint32(e[0] >> 32)
-			emit(uint32(u), k)
 			si := 0
 			for ai, c := range p.cols {
 				stats := p.plan.Aggregates[ai].Stats
@@ -414,6 +423,9 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	}
 	d0 := p.plan.MaxGroupsContributed
 	cur, bu := noUser, uint32(0) // the builder's id of the current user
+	if p.plan.AggregateGroups > 0 {
+		p.tieSeed = rng.Uint64()
+	}
 	tot := p.bound(
 		func(_ uint32, idx []int32) []int32 { return securerand.SampleInPlace(rng, idx, d0) },
 		func(u, k uint32) {
