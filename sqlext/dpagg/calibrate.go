@@ -110,6 +110,8 @@ type StatPlan struct {
 	weight   float64
 	lap      *discrete.Laplace
 	gau      *discrete.Gaussian
+	// halfWidths caches halfWidth per level (interval.go).
+	halfWidths map[float64]int64
 }
 
 // Grid constants. A sum's granularity g is the power of two with

@@ -59,7 +59,7 @@ func (p *Pipeline) releaseGlobal(ctx context.Context, rng *rand.Rand) (*Result, 
 	res.Stats.DistinctItems = len(p.keyNames)
 	res.Stats.Pairs = p.pairs
 	k, present := p.keyIdx[""]
-	row := Row{Values: make([]float64, len(p.plan.Aggregates))}
+	row := newRow("", len(p.plan.Aggregates))
 	si := 0
 	for ai, a := range p.plan.Aggregates {
 		noisy := make([]int64, len(a.Stats))
@@ -76,6 +76,7 @@ func (p *Pipeline) releaseGlobal(ctx context.Context, rng *rand.Rand) (*Result, 
 		}
 		si += len(a.Stats)
 		row.Values[ai] = a.value(noisy)
+		row.Low[ai], row.High[ai] = a.interval(noisy)
 	}
 	res.Rows = []Row{row}
 	return res, nil

@@ -375,6 +375,9 @@ type Row struct {
 	// their granularity, clamped at 0 when lower ≥ 0 (or upper ≤ 0); averages
 	// are in [lower, upper]. Clamping is post-processing.
 	Values []float64
+	// Low and High are each value's 95 % interval (interval.go; NaN when
+	// the aggregate has none), post-processing of the same noisy totals.
+	Low, High []float64
 }
 
 // Result is the outcome of a release.
@@ -449,7 +452,7 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	res.Rows = make([]Row, 0, len(sel.Items))
 	for _, key := range sel.Items {
 		k := p.keyIdx[key]
-		row := Row{Key: key, Values: make([]float64, len(p.plan.Aggregates))}
+		row := newRow(key, len(p.plan.Aggregates))
 		si := 0
 		for ai, a := range p.plan.Aggregates {
 			noisy := make([]int64, len(a.Stats))
@@ -462,6 +465,7 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 			}
 			si += len(a.Stats)
 			row.Values[ai] = a.value(noisy)
+			row.Low[ai], row.High[ai] = a.interval(noisy)
 		}
 		res.Rows = append(res.Rows, row)
 	}
