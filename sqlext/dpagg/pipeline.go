@@ -73,6 +73,8 @@ type Pipeline struct {
 	publicSet  map[string]struct{}
 
 	quant []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
+	tieSeed    uint64   // orders tied keys in aggregateKeys, drawn per release
+	keyTie     []uint64 // tieHash of every key, computed once
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -296,7 +298,9 @@ type totals [][]int64
 // bound groups the input, keeps for each user the entries that choose
 // returns (its argument is the user's entry indexes; it may reorder and must
 // return at most Δ0 of them), hands every kept (user, key) pair to emit and
-// returns the per-key totals of every statistic. Each user's contribution to
+// returns the per-key totals of every statistic over the same pairs, or,
+// when the plan has its own AggregateGroups, over the user's keys with the
+// most rows (aggregateKeys, ties by p.tieSeed). Each user's contribution to
 // each key is a function of that user's own rows only.
 func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u, k uint32)) totals {
 	p.group()
@@ -318,9 +322,14 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 		}
 		kept := choose(uint32(u), idx)
 		for _, i := range kept {
+			emit(uint32(u), uint32(l[int(i)*s]>>32))
+		}
+		if p.plan.AggregateGroups > 0 {
+			kept = p.aggregateKeys(l, idx)
+		}
+		for _, i := range kept {
 			e := l[int(i)*s : int(i+1)*s]
 			k := uint32(e[0] >> 32)
-			emit(uint32(u), k)
 			si := 0
 			for ai, c := range p.cols {
 				stats := p.plan.Aggregates[ai].Stats
@@ -382,6 +391,9 @@ type Row struct {
 	// their granularity, clamped at 0 when lower ≥ 0 (or upper ≤ 0); averages
 	// are in [lower, upper]. Clamping is post-processing.
 	Values []float64
+	// Low and High are each value's 95 % interval (interval.go; NaN when
+	// the aggregate has none), post-processing of the same noisy totals.
+	Low, High []float64
 }
 
 // Result is the outcome of a release.
@@ -433,6 +445,9 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	}
 	d0 := p.plan.MaxGroupsContributed
 	cur, bu := noUser, uint32(0) // the builder's id of the current user
+	if p.plan.AggregateGroups > 0 {
+		p.tieSeed = rng.Uint64()
+	}
 	tot := p.bound(
 		func(_ uint32, idx []int32) []int32 { return securerand.SampleInPlace(rng, idx, d0) },
 		func(u, k uint32) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -126,7 +127,7 @@ func (p *Pipeline) releasePublic(ctx context.Context, rng *rand.Rand) (*Result, 
 // noisyRow is the released row of key k: each aggregate from its
 // statistics' totals (0 when the key is not present) plus fresh noise.
 func (p *Pipeline) noisyRow(rng *rand.Rand, tot totals, k uint32, present bool) (Row, error) {
-	row := Row{Values: make([]float64, len(p.plan.Aggregates))}
+	row := newRow("", len(p.plan.Aggregates))
 	si := 0
 	for ai, a := range p.plan.Aggregates {
 		if a.Kind == Quantile {
@@ -139,6 +140,7 @@ func (p *Pipeline) noisyRow(rng *rand.Rand, tot totals, k uint32, present bool) 
 				return Row{}, err
 			}
 			row.Values[ai] = v
+			row.Low[ai], row.High[ai] = math.NaN(), math.NaN() // no interval: the exponential mechanism's error depends on the data
 			si += len(a.Stats)
 			continue
 		}
@@ -156,6 +158,7 @@ func (p *Pipeline) noisyRow(rng *rand.Rand, tot totals, k uint32, present bool) 
 		}
 		si += len(a.Stats)
 		row.Values[ai] = a.value(noisy)
+		row.Low[ai], row.High[ai] = a.interval(noisy)
 	}
 	return row, nil
 }
