@@ -292,6 +292,9 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 		case *plan.Sort:
 			return sortOverRelease(n), transform.NewTree, nil
 		}
+		if r == nil && err == nil {
+			n, r, order, err = p.nested(ctx, n) // derived tables in FROM (nested.go)
+		}
 		if err != nil {
 			return nil, transform.SameTree, err
 		}

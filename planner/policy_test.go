@@ -235,7 +235,7 @@ func TestAnalystRefusals(t *testing.T) {
 		"SELECT name FROM pages WHERE EXISTS (SELECT 1 FROM visits WHERE item = name)",
 		"SELECT * FROM (SELECT * FROM visits) s",
 		"SELECT DISTINCT item FROM (SELECT * FROM visits LIMIT 10) s",
-		"WITH c AS (SELECT item FROM visits) SELECT DISTINCT item FROM c",
+		"WITH c AS (SELECT item FROM visits LIMIT 5) SELECT DISTINCT item FROM c",
 		"SELECT item, ROW_NUMBER() OVER (PARTITION BY item) FROM visits",
 		"SELECT DISTINCT item FROM visits WHERE item IN (SELECT name FROM pages)",
 		"SELECT DISTINCT item FROM visits WHERE SLEEP(0.01) = 0",
