@@ -3,20 +3,19 @@ package server_test
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	gmssql "github.com/dolthub/go-mysql-server/sql"
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/demo"
 	"github.com/dpsql/dpsql/server/storage"
@@ -169,27 +168,8 @@ func TestServerNgramsGoverned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.NewServer(e, server.ServerConfig{Listener: ln, DefaultDatabase: "mydb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	t.Cleanup(func() {
-		s.Shutdown(2 * time.Second)
-		e.Close()
-	})
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "alice", "tcp", s.Addr(), "mydb"
-	connector, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(connector)
-	t.Cleanup(func() { db.Close() })
+	s := testserver.Serve(t, e, server.ServerConfig{DefaultDatabase: "mydb"})
+	db := testmysql.Connect(t, testmysql.Login{Addr: s.Addr(), User: "alice", DB: "mydb"})
 
 	const q = "SELECT COUNT(*) FROM DP_NGRAMS(?, 'body', ?, 'epsilon=0.5, alpha=6, eta=1e-9')"
 	var n int

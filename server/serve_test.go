@@ -10,11 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/demo"
 	"github.com/dpsql/dpsql/server/storage"
@@ -36,35 +37,13 @@ func startServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.NewServer(e, server.ServerConfig{Listener: ln, DefaultDatabase: "mydb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	t.Cleanup(func() {
-		s.Shutdown(2 * time.Second)
-		e.Close()
-	})
+	s := testserver.Serve(t, e, server.ServerConfig{DefaultDatabase: "mydb"})
 	return s.Addr()
 }
 
 func openDB(t *testing.T, addr, db string) *sql.DB {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User = "anyone"
-	cfg.Net = "tcp"
-	cfg.Addr = addr
-	cfg.DBName = db
-	conn, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testmysql.Connect(t, testmysql.Login{Addr: addr, User: "anyone", DB: db})
 }
 
 // TestServerGoDriver runs DP_SET_UNION through go-sql-driver/mysql on a
@@ -208,13 +187,7 @@ func TestStorageMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	s, err := server.NewServer(e, server.ServerConfig{Listener: ln, DefaultDatabase: "mydb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	defer s.Close()
+	s := testserver.Serve(t, e, server.ServerConfig{DefaultDatabase: "mydb"})
 	db := openDB(t, s.Addr(), "mydb")
 	var rows int64
 	if err := db.QueryRow("SELECT table_rows FROM information_schema.tables WHERE table_schema = 'mydb' AND table_name = 'visits'").Scan(&rows); err != nil {
