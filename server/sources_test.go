@@ -69,13 +69,7 @@ func newSourceDeployment(t *testing.T) *sourceDeployment {
 	os.Unsetenv("DPSQL_TEST_UNSET_DSN")
 	testmysql.WriteFile(t, filepath.Join(d.dir, "pg.dsn"), d.pg.DSN+"\n")
 	testmysql.WriteFile(t, filepath.Join(d.dir, "visits.tsv"), "1\t/a\n2\t/b\n")
-	hash := func(pw string) string {
-		h, err := config.HashPassword(config.NativePassword, pw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.String()
-	}
+	hash := func(pw string) string { return testserver.HashPassword(t, config.NativePassword, pw) }
 	d.cfg = filepath.Join(d.dir, "dpsql.yaml")
 	testmysql.WriteFile(t, d.cfg, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data

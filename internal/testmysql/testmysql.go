@@ -8,6 +8,7 @@
 package testmysql
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -138,19 +139,25 @@ func (c Cert) RegisterTLS(t testing.TB) string {
 }
 
 // Login is what a client needs to connect: address, account, database (may
-// be empty) and the name of a registered TLS configuration (empty: no
-// TLS).
+// be empty), the name of a registered TLS configuration (empty: no TLS),
+// the dial timeout (0: 5 s, generous for a loaded machine; the server is on
+// loopback) and the read timeout (0: none). Statements are prepared on the
+// server (go-sql-driver's default), so that a session's warnings follow
+// its statement.
 type Login struct {
 	Addr, User, Password, DB string
 	TLS                      string
+	Timeout, ReadTimeout     time.Duration
 }
 
-// Config is l as a go-sql-driver configuration, with a 5 s dial timeout
-// (generous for a loaded machine; the server is on loopback).
+// Config is l as a go-sql-driver configuration.
 func (l Login) Config() *gomysql.Config {
 	cfg := gomysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = l.User, l.Password, "tcp", l.Addr, l.DB
-	cfg.Timeout = 5 * time.Second
+	cfg.Timeout, cfg.ReadTimeout = l.Timeout, l.ReadTimeout
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
 	cfg.TLSConfig = l.TLS
 	return cfg
 }
@@ -174,6 +181,19 @@ func Connect(t testing.TB, l Login) *dbsql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// Session opens one connection (one server session, so that session
+// variables and SHOW WARNINGS hold across its statements), closed with its
+// pool when the test ends.
+func Session(t testing.TB, l Login) *dbsql.Conn {
+	t.Helper()
+	conn, err := Connect(t, l).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // Ping connects as l and runs SELECT 1: nil when l may log in.
