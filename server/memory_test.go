@@ -3,6 +3,7 @@ package server_test
 import (
 	"testing"
 
+	"github.com/dpsql/dpsql/internal/testengine"
 	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
@@ -13,7 +14,7 @@ import (
 // limit, on a connection that stays usable; an administrator's statement
 // is never stopped.
 func TestMemoryGuard(t *testing.T) {
-	e, err := server.NewEngine(server.Config{Provider: testProvider(t), Functions: seeded()})
+	e, err := server.NewEngine(server.Config{Provider: testengine.Provider(t), Functions: testengine.Seeded()})
 	if err != nil {
 		t.Fatal(err)
 	}

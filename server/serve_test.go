@@ -13,6 +13,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/dpsql/dpsql/internal/testengine"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/internal/testserver"
@@ -25,7 +26,7 @@ import (
 // on a random loopback port and returns its address.
 func startServer(t *testing.T) string {
 	t.Helper()
-	p := testProvider(t)
+	p := testengine.Provider(t)
 	db, _, err := demo.New()
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func startServer(t *testing.T) string {
 	if err := p.AddDatabase(db); err != nil {
 		t.Fatal(err)
 	}
-	e, err := server.NewEngine(server.Config{Provider: p, Functions: seeded()})
+	e, err := server.NewEngine(server.Config{Provider: p, Functions: testengine.Seeded()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestServerMariaDBClient(t *testing.T) {
 // TestStorageMetadata checks what information_schema and SHOW TABLE STATUS
 // say about tables, and that a table with hidden counts reports none.
 func TestStorageMetadata(t *testing.T) {
-	p := testProvider(t)
+	p := testengine.Provider(t)
 	mydb, _ := p.Lookup("mydb")
 	visits, _ := mydb.Table("visits")
 	mydb.ReplaceTable(visits.WithRowCounts(storage.HiddenCounts))
