@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	dprelease "github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -51,14 +51,14 @@ func startPaths(t testing.TB, users int, withVictim bool, more string, log *lock
 			b.WriteString(strings.Join(r, "\t") + "\n")
 		}
 	}
-	writeFile(t, data, b.String())
-	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
+	testmysql.WriteFile(t, data, b.String())
+	testmysql.WriteFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
 	cfg := isolationConfig(t, dir, data, "  release_row_work: 25000\n"+more, [2]string{"analyst2", analyst2Password})
 	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
 	if log != nil {
 		o.Log = log
 	}
-	g := startConfig(t, dir, cfg, o)
+	g := testserver.GovernedYAML(t, dir, cfg, o)
 	select {
 	case <-g.IndexesPrebuilt():
 	case <-time.After(2 * time.Minute):
@@ -70,22 +70,7 @@ func startPaths(t testing.TB, users int, withVictim bool, more string, log *lock
 // analystConn opens a connection of user (analyst or analyst2).
 func analystConn(t testing.TB, addr, user, password string) *dbsql.Conn {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", addr, "iso"
-	cfg.Timeout = 10 * time.Second
-	cfg.ReadTimeout = 2 * time.Minute
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dbsql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testmysql.Session(t, testmysql.Login{Addr: addr, User: user, Password: password, DB: "iso", Timeout: 10 * time.Second, ReadTimeout: 2 * time.Minute})
 }
 
 // The statements of the path attacks. The key's work is ~250 bytes per

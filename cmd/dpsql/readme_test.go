@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,9 +18,8 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -606,9 +603,7 @@ func (h *readmeHarness) mysql(t *testing.T, line string, args []string) {
 func (h *readmeHarness) sql(t *testing.T, body string) {
 	t.Helper()
 	s := h.server(t, "127.0.0.1", "3306")
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "analyst", s.passwords["analyst"], "tcp", s.addr, "demo"
-	db, err := sql.Open("mysql", cfg.FormatDSN())
+	db, err := testmysql.Open(testmysql.Login{Addr: s.addr, User: "analyst", Password: s.passwords["analyst"], DB: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,11 +623,10 @@ func (h *readmeHarness) sql(t *testing.T, body string) {
 			err = rows.Err()
 			rows.Close()
 		}
-		var me *gomysql.MySQLError
 		switch {
 		case st.wantErr == 0 && err != nil:
 			t.Errorf("%s: %v", st.text, err)
-		case st.wantErr != 0 && (!errors.As(err, &me) || int(me.Number) != st.wantErr):
+		case st.wantErr != 0 && int(testmysql.ErrNo(err)) != st.wantErr:
 			t.Errorf("%s: %v, want MySQL error %d", st.text, err, st.wantErr)
 		}
 	}

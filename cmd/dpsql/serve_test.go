@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"io"
 	"math"
 	"os"
@@ -17,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
+	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -91,7 +89,7 @@ func TestServeEmbeddedDefault(t *testing.T) {
 		t.Errorf("DP_BUDGET: spent %v in %d releases, %v", spent, releases, err)
 	}
 	var c int
-	if err := analyst.QueryRow("SELECT user_id FROM words LIMIT 1").Scan(&c); mysqlNumber(err) != 1142 {
+	if err := analyst.QueryRow("SELECT user_id FROM words LIMIT 1").Scan(&c); testmysql.ErrNo(err) != 1142 {
 		t.Errorf("raw read as analyst: %v", err)
 	}
 	admin := openAs(t, addr, "admin", pass["admin"], "demo")
@@ -364,24 +362,7 @@ func waitListening(t *testing.T, r io.Reader) (addr, banner string) {
 
 func openAs(t *testing.T, addr, user, password, database string) *sql.DB {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", addr, database
-	cfg.Timeout = 10 * time.Second
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func mysqlNumber(err error) uint16 {
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
+	return testmysql.Connect(t, testmysql.Login{Addr: addr, User: user, Password: password, DB: database, Timeout: 10 * time.Second})
 }
 
 type syncBuffer struct {

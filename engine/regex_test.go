@@ -1,4 +1,4 @@
-package server_test
+package engine_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/dolthub/go-mysql-server/enginetest/scriptgen/setup"
 	"github.com/dolthub/go-mysql-server/sql"
 
-	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/server/storage"
 )
 
@@ -26,13 +26,13 @@ type regexHarness struct{}
 var _ enginetest.Harness = regexHarness{}
 
 func (regexHarness) NewContext() *sql.Context {
-	return server.NewContext(context.Background(), "root", "mydb")
+	return engine.NewContext(context.Background(), "root", "mydb")
 }
 
 func (regexHarness) Setup(...[]setup.SetupScript) {}
 
 func (regexHarness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
-	return server.NewEngine(server.Config{Provider: regexProvider(t)})
+	return engine.New(engine.Config{Provider: regexProvider(t)})
 }
 
 func regexProvider(t testing.TB) *storage.Provider {

@@ -1,4 +1,4 @@
-package server_test
+package engine_test
 
 import (
 	"context"
@@ -14,8 +14,9 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
-	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/internal/testengine"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -27,14 +28,14 @@ type ngramsHarness struct{}
 var _ enginetest.Harness = ngramsHarness{}
 
 func (ngramsHarness) NewContext() *sql.Context {
-	return server.NewContext(context.Background(), "root", "mydb")
+	return engine.NewContext(context.Background(), "root", "mydb")
 }
 
 func (ngramsHarness) Setup(...[]setup.SetupScript) {}
 
 func (ngramsHarness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
-	return server.NewEngine(server.Config{
-		Provider:  ngramsProvider(t),
+	return engine.New(engine.Config{
+		Provider:  testengine.NgramsProvider(t),
 		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(42) }},
 	})
 }
@@ -391,7 +392,7 @@ func ngramsSessionScripts() []queries.ScriptTest {
 // database before it builds any table function, so without one even a
 // qualified table is refused, with its own error.
 func TestNgramsNoDatabase(t *testing.T) {
-	e, err := server.NewEngine(server.Config{Provider: ngramsProvider(t)})
+	e, err := engine.New(engine.Config{Provider: testengine.NgramsProvider(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestNgramsNoDatabase(t *testing.T) {
 		"SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id')",
 		"SELECT * FROM DP_NGRAMS('mydb.notes', 'body', 'user_id')",
 	} {
-		ctx := server.NewContext(context.Background(), "", "")
+		ctx := engine.NewContext(context.Background(), "", "")
 		_, it, _, err := e.Query(ctx, q)
 		if err == nil {
 			_, err = sql.RowIterToRows(ctx, it)
@@ -410,7 +411,7 @@ func TestNgramsNoDatabase(t *testing.T) {
 		}
 	}
 	// With one, another database may be named.
-	ctx := server.NewContext(context.Background(), "", "information_schema")
+	ctx := engine.NewContext(context.Background(), "", "information_schema")
 	_, it, _, err := e.Query(ctx, "SELECT COUNT(*) FROM DP_NGRAMS('mydb.notes', 'body', 'user_id', "+ng4+")")
 	if err != nil {
 		t.Fatal(err)
