@@ -87,20 +87,46 @@ func liftQuantileSubqueries(ctx *sql.Context, n sql.Node) (sql.Node, error) {
 	if _, ok := n.(sql.Expressioner); !ok {
 		return n, nil
 	}
-	out, _, err := transform.OneNodeExpressions(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-		return transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-			sq, ok := e.(*plan.Subquery)
-			if !ok || sq.Query == nil || !containsQuantile(sq.Query) {
-				return e, transform.SameTree, nil
-			}
-			q, err := liftQuantileNode(ctx, sq.Query)
-			if err != nil {
-				return nil, transform.SameTree, err
-			}
-			return sq.WithQuery(q), transform.NewTree, nil
-		})
+	return mapExprs(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+		sq, ok := e.(*plan.Subquery)
+		if !ok || sq.Query == nil || !containsQuantile(sq.Query) {
+			return e, transform.SameTree, nil
+		}
+		q, err := liftQuantileNode(ctx, sq.Query)
+		if err != nil {
+			return nil, transform.SameTree, err
+		}
+		return sq.WithQuery(q), transform.NewTree, nil
 	})
-	return out, err
+}
+
+// mapExprs applies f bottom-up to every expression of n, keeping the
+// column ids of the Aliases it rebuilds (transform.Expr gives a rebuilt
+// Alias a new id, and the nodes above refer to the old one).
+func mapExprs(n sql.Node, f transform.ExprFunc) (sql.Node, error) {
+	en, ok := n.(sql.Expressioner)
+	if !ok {
+		return n, nil
+	}
+	exprs := en.Expressions()
+	out := make([]sql.Expression, len(exprs))
+	changed := false
+	for i, e := range exprs {
+		x, same, err := transform.Expr(e, f)
+		if err != nil {
+			return nil, err
+		}
+		if a, ok := e.(*expression.Alias); ok && same == transform.NewTree {
+			if na, ok := x.(*expression.Alias); ok {
+				x = na.WithId(a.Id()).(*expression.Alias)
+			}
+		}
+		out[i], changed = x, changed || same == transform.NewTree
+	}
+	if !changed {
+		return n, nil
+	}
+	return en.WithExpressions(out...)
 }
 
 // blockChain returns the nodes between a block's top Project and its
@@ -194,15 +220,12 @@ func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 		return expression.NewGetFieldWithTable(int(id), 0, types.Float64, "", "", l.String(), true).WithId(id).(*expression.GetField)
 	}
 	replace := func(n sql.Node) (sql.Node, error) {
-		out, _, err := transform.OneNodeExpressions(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-			return transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-				if q, ok := e.(*functions.Quantile); ok {
-					return ref(lifted[q.String()]), transform.NewTree, nil
-				}
-				return e, transform.SameTree, nil
-			})
+		return mapExprs(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			if q, ok := e.(*functions.Quantile); ok {
+				return ref(lifted[q.String()]), transform.NewTree, nil
+			}
+			return e, transform.SameTree, nil
 		})
-		return out, err
 	}
 
 	// The new bottom: the GroupBy with the calls added, or a new one.
