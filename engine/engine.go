@@ -118,6 +118,7 @@ func New(cfg Config) (*sqle.Engine, error) {
 		return nil, fmt.Errorf("engine: the provider already defines %s; let engine.New install it", functions.SetUnionName)
 	}
 	a.Catalog.RegisterFunction(ctx, functions.SetUnionFunction(cfg.Functions))
+	a.Catalog.RegisterFunction(ctx, functions.QuantileFunctions()...)
 	parser := planner.NewGuardParser(sql.GlobalParser, cfg.Checks...)
 	a.Parser = parser
 	e := sqle.New(a, cfg.Engine)

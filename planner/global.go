@@ -45,7 +45,7 @@ func (p *policy) globalAggregates(ctx *sql.Context, src source, g *plan.GroupBy,
 		}
 		out[i] = -1
 		for j, b := range aggs {
-			if b.kind == a.kind && (a.value == nil) == (b.value == nil) && (a.value == nil || sameExpr(a.value, b.value)) {
+			if sameAggregate(a, b) {
 				out[i] = j
 				break
 			}

@@ -152,6 +152,8 @@ func CallCheck(_ ast.Statement, text string, _ error) error {
 						return errors.New("DP_SET_UNION does not take DISTINCT: it already counts each (privacy unit, item) pair once; write DP_SET_UNION(item, privacy_unit [, 'options'])")
 					}
 					closedCall = true
+				} else if f.distinct && (f.name == functions.MedianName || f.name == functions.PercentileContName) {
+					return fmt.Errorf("%s does not take DISTINCT: a private quantile ranks every kept row; write %s(value%s)", strings.ToUpper(f.name), strings.ToUpper(f.name), map[bool]string{true: ", p"}[f.name == functions.PercentileContName])
 				} else if f.distinct && f.args > 1 && !builtinAggregates[f.name] {
 					return fmt.Errorf("function %s does not take DISTINCT: DISTINCT is only allowed in aggregate functions", strings.ToUpper(f.name))
 				}

@@ -71,6 +71,7 @@ const (
 	LiftSetUnionID = RuleIDBase + iota
 	EmptyLimitZeroID
 	EnumTextID
+	LiftQuantilesID
 )
 
 // Rules returns dpsql's rules for plain (ungoverned) engines.
@@ -79,6 +80,7 @@ func Rules() []Rule {
 		{ID: LiftSetUnionID, Name: "lift_dp_set_union", Batch: PreAnalyze, Apply: LiftSetUnion},
 		{ID: EmptyLimitZeroID, Name: "empty_limit_zero", Batch: PreAnalyze, Apply: gmsfix.EmptyLimitZero},
 		{ID: EnumTextID, Name: "enum_text", Batch: PreAnalyze, Apply: gmsfix.EnumText},
+		{ID: LiftQuantilesID, Name: "lift_quantiles", Batch: PreAnalyze, Apply: LiftQuantiles},
 	}
 }
 

@@ -605,7 +605,7 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 		// The same aggregate twice (HAVING COUNT(*) … with COUNT(*) in
 		// the select list) is one aggregate, released once.
 		for j, b := range aggs {
-			if b.kind == a.kind && (a.value == nil) == (b.value == nil) && (a.value == nil || sameExpr(a.value, b.value)) {
+			if sameAggregate(a, b) {
 				out[i] = len(keys) + j
 				break
 			}
@@ -681,6 +681,7 @@ func (p *policy) projectedGroupBy(ctx *sql.Context, proj *plan.Project) (*Releas
 type aggregate struct {
 	kind  dpagg.Kind
 	value sql.Expression
+	level float64 // a quantile's p (quantile.go)
 }
 
 // aggregateOf recognises the aggregates a private GROUP BY offers: COUNT(*),
@@ -690,7 +691,7 @@ type aggregate struct {
 func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
 	refuse := func(what string) (aggregate, bool, error) {
 		return aggregate{}, false, release.ErrAccess(src.db, src.name, fmt.Sprintf(
-			"%s is not offered; a private release gives noisy COUNT(*), COUNT(expr), COUNT(DISTINCT %s), SUM(expr), AVG(expr), VARIANCE/VAR_POP/VAR_SAMP(expr) and STDDEV/STDDEV_POP/STDDEV_SAMP(expr), per privately chosen key with GROUP BY or over the whole table without", what, src.unit))
+			"%s is not offered; a private release gives noisy COUNT(*), COUNT(expr), COUNT(DISTINCT %s), SUM(expr), AVG(expr), VARIANCE/VAR_POP/VAR_SAMP(expr), STDDEV/STDDEV_POP/STDDEV_SAMP(expr), MEDIAN(expr) and PERCENTILE_CONT(expr, p), per privately chosen key with GROUP BY or over the whole table without", what, src.unit))
 	}
 	switch x := e.(type) {
 	case *aggregation.Count:
@@ -714,6 +715,8 @@ func aggregateOf(src source, e sql.Expression) (aggregate, bool, error) {
 		return aggregate{kind: dpagg.Avg, value: x.Child}, true, nil
 	case *aggregation.VarPop, *aggregation.VarSamp, *aggregation.StdDevPop, *aggregation.StdDevSamp:
 		return spreadOf(e) // global.go
+	case *functions.Quantile:
+		return quantileOf(src, x) // quantile.go
 	case sql.Aggregation:
 		return refuse(describeAggregate(e))
 	}
@@ -762,6 +765,7 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 	if err == nil {
 		var o dpagg.Options
 		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		setQuantileLevels(&o, aggs) // quantile.go
 		for _, f := range adjust {
 			f(&o)
 		}

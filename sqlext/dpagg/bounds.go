@@ -97,6 +97,9 @@ type BoundsPlan struct {
 	AggregateGroups bool  `json:"aggregate_groups,omitempty"`
 	Rows            bool  `json:"max_rows_per_group,omitempty"`
 	Values          []int `json:"values,omitempty"`
+	// ValueTruncate is the share of users each value search may truncate,
+	// per entry of Values: Truncate, or more for a quantile (quantile.go).
+	ValueTruncate []float64 `json:"value_truncate,omitempty"`
 	// Chosen is set on the plan of a release after the choice.
 	Chosen *Chosen `json:"chosen,omitempty"`
 }
@@ -122,6 +125,7 @@ func (o Options) autoBounds() *BoundsPlan {
 	for i, a := range o.Aggregates {
 		if a.Kind.clamped() && a.AutoBounds {
 			b.Values = append(b.Values, i)
+			b.ValueTruncate = append(b.ValueTruncate, valueTruncate(a))
 		}
 	}
 	if !b.Groups && !b.Rows && len(b.Values) == 0 {
@@ -266,9 +270,13 @@ func (b *BoundsPlan) chooseValues(t *tester, users int, vals [][]userValues, c *
 			g := valueGrid[i]
 			return len(abs) - sort.Search(len(abs), func(k int) bool { return abs[k] > g })
 		}
-		u := valueGrid[t.search(len(valueGrid), b.Truncate, users, above)]
+		f := b.Truncate
+		if j < len(b.ValueTruncate) {
+			f = b.ValueTruncate[j]
+		}
+		u := valueGrid[t.search(len(valueGrid), f, users, above)]
 		lower := -u
-		if t.pass(float64(neg) - b.Truncate*float64(users)) {
+		if t.pass(float64(neg) - f*float64(users)) {
 			lower = 0
 		}
 		c.Bounds[ai] = [2]float64{lower, u}

@@ -75,8 +75,10 @@ type AggregatePlan struct {
 	// Stats are the noisy statistics the aggregate is computed from: one,
 	// or for AVG the count and the sum of (value − midpoint).
 	Stats []StatPlan `json:"stats"`
-	// Quantile is the level p of a Quantile aggregate.
+	// Quantile is the level p of a Quantile aggregate, and MaxRows the
+	// values one user keeps under one key (quantile.go).
 	Quantile float64 `json:"quantile,omitempty"`
+	MaxRows  int     `json:"max_rows,omitempty"`
 }
 
 // StatPlan is one noisy per-key statistic: an exact integer total in units
@@ -212,7 +214,8 @@ func Calibrate(o Options) (*Plan, error) {
 			ap.Stats = spreadStats(m, (a.Upper-a.Lower)/2, w) // spread.go
 		case Quantile:
 			ap.Quantile = a.Quantile
-			ap.Stats = quantileStats(m, a.Quantile, w) // quantile.go
+			ap.MaxRows = quantileRows(o, auto)
+			ap.Stats = quantileStats(float64(ap.MaxRows), a.Quantile, w) // quantile.go
 		}
 		for i := range ap.Stats {
 			ap.Stats[i].kind = a.Kind

@@ -352,7 +352,7 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
 					tot[si+2][k] += sumContribution(nn, int64(e[c.off+2]), m, c.h2, &stats[2])
 				case Quantile:
-					p.keepQuantile(ai, uint32(u), k, m)
+					p.keepQuantile(ai, uint32(u), k, uint64(p.plan.Aggregates[ai].MaxRows))
 				}
 				si += len(stats)
 			}

@@ -113,6 +113,38 @@ func quantileLevel(p float64) (int64, int64) {
 	return n / g, d / g
 }
 
+// quantileRows is the values one user keeps under one key for a quantile:
+// max_rows_per_group when given or in a global release, and 1 when it is
+// chosen privately for a release per key. The private choice fits the
+// counts (m covering 97 % of the users' rows), while the temperature grows
+// with m: on keys of a few hundred users one value per user (its own
+// median, by the thinning above) is far better, and on one global key of
+// thousands of users the chosen m is (TestCorpusQuantileAccuracy, medians
+// per first word of git_python_ecosystem: median relative error 0.45 with
+// one value per user against 1.46 with the chosen m = 23; global 0.087
+// with the chosen m = 64 against 0.415 with one value per user, the
+// median of the users' medians).
+func quantileRows(o Options, auto *BoundsPlan) int {
+	if auto != nil && auto.Rows && !o.Global {
+		return 1
+	}
+	return o.MaxRowsPerGroup
+}
+
+// valueTruncate is the share of users the private choice of an
+// aggregate's clamping bound may truncate: BoundsTruncate, and for a
+// quantile at level p the larger min(p, 1 − p)/2 — clamping the largest
+// values does not move a quantile below them, while every grid point of
+// [lower, upper] above the data draws probability as a bad candidate, so a
+// bound near the data is what makes the quantile accurate. The tests keep
+// their sensitivity max(f, 1 − f) ≤ 1 (bounds.go).
+func valueTruncate(a Aggregate) float64 {
+	if a.Kind != Quantile {
+		return BoundsTruncate
+	}
+	return max(BoundsTruncate, min(a.Quantile, 1-a.Quantile)/2)
+}
+
 // quantileStats is the one "rank" statistic of a quantile at level p with
 // m values per user and key and weight w: its sensitivity Units is Δu in
 // units of 1/Q of a rank (Granularity 1/Q).
