@@ -117,6 +117,13 @@ func pathAttacks() []pathAttack {
 		at("expr/ssn_probe_no_filter", dprelease.Paths{ExprIndex: 1}, "SELECT DISTINCT "+pathProbe+" AS k FROM people"),
 		at("expr/set_union_unit_filter", dprelease.Paths{ExprIndex: 1}, "SELECT DP_SET_UNION("+pathKey+", user_id) FROM people WHERE "+pathFilter),
 		at("expr/integer_key", dprelease.Paths{ExprIndex: 1}, "SELECT DISTINCT LENGTH(secret) DIV 8 AS k FROM people WHERE "+pathFilter),
+		// GROUP BY with aggregates of the key alone: the column's index
+		// (release/groupindex.go), whatever the victim's rows; an
+		// aggregate of another column scans.
+		at("group/column", dprelease.Paths{Group: 1}, "SELECT note, COUNT(*), COUNT(DISTINCT user_id) FROM people GROUP BY note"),
+		at("group/unit_filter_victim_costly", dprelease.Paths{Group: 1}, "SELECT note, COUNT(*), AVG(LENGTH(note)) FROM people WHERE "+victimCostly+" GROUP BY note"),
+		at("group/key_work", dprelease.Paths{Group: 1}, "SELECT note, SUM(LENGTH(LPAD(note, 20000, 'x'))) FROM people WHERE "+pathFilter+" GROUP BY note"),
+		at("group/other_column_scans", dprelease.Paths{Scan: 1}, "SELECT note, SUM(LENGTH(secret)) FROM people GROUP BY note"),
 		at("ngrams/corpus", dprelease.Paths{Corpus: 1}, "SELECT * FROM DP_NGRAMS('iso.people', 'secret', 'user_id', 'epsilon=0.001')"),
 		at("ngrams/note_corpus", dprelease.Paths{Corpus: 1}, "SELECT * FROM DP_NGRAMS('iso.people', 'note', 'user_id', 'epsilon=0.001')"),
 		// Reuse: the second statement is answered from the first's
@@ -134,7 +141,7 @@ func pathAttacks() []pathAttack {
 }
 
 func subPaths(a, b dprelease.Paths) dprelease.Paths {
-	return dprelease.Paths{Index: a.Index - b.Index, ExprIndex: a.ExprIndex - b.ExprIndex, Corpus: a.Corpus - b.Corpus, Scan: a.Scan - b.Scan}
+	return dprelease.Paths{Index: a.Index - b.Index, ExprIndex: a.ExprIndex - b.ExprIndex, Corpus: a.Corpus - b.Corpus, Group: a.Group - b.Group, Scan: a.Scan - b.Scan}
 }
 
 // TestPathsIsolation: every cached path, attacked with and without the
