@@ -34,11 +34,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/types"
-	"github.com/shopspring/decimal"
 
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/pushdown"
@@ -273,11 +273,12 @@ func literal(t sql.Type, e sql.Expression) (any, error) {
 			f, isInt = x, false
 		case float32:
 			f, isInt = float64(x), false
-		case decimal.Decimal:
-			if x.IsInteger() && x.Abs().LessThan(decimal.New(1, 18)) {
-				i = x.IntPart()
-			} else {
-				f, _ = x.Float64()
+		case fmt.Stringer: // a DECIMAL literal (decimal.Decimal): 2.5, 1e3
+			var err error
+			if i, err = strconv.ParseInt(x.String(), 10, 64); err != nil {
+				if f, err = strconv.ParseFloat(x.String(), 64); err != nil {
+					return nil, fmt.Errorf("%s is not a number", e)
+				}
 				isInt = false
 			}
 		default:
