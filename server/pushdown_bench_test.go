@@ -30,10 +30,10 @@ import (
 
 // benchResult is what one benchmark server process reports.
 type benchResult struct {
-	Start   float64         `json:"start_s"` // NewGoverned (loads) and index prebuild
-	Queries []benchQuery    `json:"queries"`
-	HWMKiB  int64           `json:"vm_hwm_kib"`
-	Err     string          `json:"error,omitempty"`
+	Start   float64      `json:"start_s"` // NewGoverned (loads) and index prebuild
+	Queries []benchQuery `json:"queries"`
+	HWMKiB  int64        `json:"vm_hwm_kib"`
+	Err     string       `json:"error,omitempty"`
 }
 
 type benchQuery struct {
