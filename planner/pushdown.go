@@ -356,6 +356,12 @@ func (t *pushTexts) encode(dst []byte, vals []any, n int) []byte {
 	return dst
 }
 
+// pushFailed is an error of the mechanism met while the source is read (a
+// callback's): returned as it is, not as the source's.
+type pushFailed struct{ err error }
+
+func (e pushFailed) Error() string { return e.err.Error() }
+
 // pushRead reads the source, then charges: the steps of a push-down
 // release before its mechanism (see the file's comment). u is the new
 // release (ended by the caller's flight); reused reports an answer from a
@@ -378,6 +384,9 @@ func (r *Release) pushRead(ctx *sql.Context, flight **release.Reuse, qs []pushdo
 				return nil, stored, err
 			}
 			return nil, stored, cerr
+		}
+		if failed := (pushFailed{}); errors.As(err, &failed) {
+			return nil, stored, failed.err // the mechanism's own error, not the source's
 		}
 		if r.push.logf != nil {
 			r.push.logf("ERROR push-down release on %s.%s failed, nothing charged: %v", r.db, r.name, err)
@@ -451,12 +460,10 @@ func (r *Release) pushAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, flight 
 	vals := make([]dpagg.Value, len(r.aggValue))
 	var kbuf []byte
 	chosen := !twoPass
-	var failed error
 	choose := func() error {
 		chosen = true
 		if err := pipe.ChooseValueBounds(rand); err != nil {
-			failed = err
-			return err
+			return pushFailed{err}
 		}
 		return nil
 	}
@@ -495,9 +502,6 @@ func (r *Release) pushAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, flight 
 		_ = pipe.AddRows(unit, kbuf, vals, row.Count)
 		return nil
 	})
-	if failed != nil {
-		return release.Released{}, nil, failed
-	}
 	if err != nil || u.Reused() {
 		return stored, u, err
 	}
