@@ -99,6 +99,7 @@ type policy struct {
 	limits       sealed.Limits
 	lookupLimits lookup.Limits
 	indexes      *release.Indexes
+	logf         func(format string, args ...any) // WithLog
 }
 
 // WithLookupLimits bounds the public side of each public lookup of a
@@ -778,6 +779,11 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 				}
 				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
 				markFloatOutputs(ctx, r)
+				if src := r.scan.PushdownSource(); src != nil {
+					if err := r.planPushdown(src, p.logf); err != nil {
+						return nil, err
+					}
+				}
 				return r, nil
 			}
 		}
@@ -916,6 +922,11 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		return nil, err
 	}
 	r.scan = scan
+	if src := scan.PushdownSource(); src != nil && mode != aggregateRows { // aggregates: newAggregateRelease
+		if err := r.planPushdown(src, p.logf); err != nil {
+			return nil, err
+		}
+	}
 	r.done = &releaseResult{}
 	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
 		if key := r.spec(); key != "" {

@@ -56,6 +56,7 @@ type Release struct {
 	gov     release.Governor
 	rnd     func() *rand.Rand
 	indexes *release.Indexes // nil: always scan
+	push    *pushPlan        // a push-down release (pushdown.go); nil: scan
 
 	// publics are the public sides of the release's lookups (public.go),
 	// read before anything is charged.
@@ -355,6 +356,9 @@ func (r *Release) releaseSets(ctx *sql.Context, flight **release.Reuse) (release
 		}
 		builders[i] = b
 	}
+	if r.push != nil {
+		return r.pushSets(ctx, builders, flight) // pushdown.go
+	}
 	u, stored, err := r.chargeOrReuse(ctx)
 	if err != nil || u.Reused() {
 		return stored, u, err
@@ -468,6 +472,9 @@ func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (r
 	}
 	if err != nil {
 		return release.Released{}, nil, err
+	}
+	if r.push != nil {
+		return r.pushAggregates(ctx, pipe, flight) // pushdown.go
 	}
 	u, stored, err := r.chargeOrReuse(ctx)
 	if err != nil || u.Reused() {
