@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/enginetest"
@@ -13,33 +12,32 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 
 	"github.com/dpsql/dpsql/engine"
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/testengine"
-	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-// harness runs go-mysql-server's script tests on an engine from
-// server.NewEngine over a storage provider holding the test tables, with
-// seeded randomness so releases are reproducible.
+// harness runs go-mysql-server's script tests, as root in database mydb,
+// on an engine from engine.New over the storage provider that provider
+// builds, with seeded randomness so releases are reproducible.
 type harness struct {
-	t *testing.T
+	provider func(testing.TB) *storage.Provider
 }
 
-var _ enginetest.Harness = (*harness)(nil)
+var _ enginetest.Harness = harness{}
 
-func (h *harness) NewContext() *sql.Context {
+// mydbHarness serves the test tables of testengine.Provider.
+var mydbHarness = harness{provider: testengine.Provider}
+
+func (h harness) NewContext() *sql.Context {
 	return engine.NewContext(context.Background(), "root", "mydb")
 }
 
-// Setup is unused: the data is built in code (testProvider).
-func (h *harness) Setup(...[]setup.SetupScript) {}
+// Setup is unused: the data is built in code (h.provider).
+func (h harness) Setup(...[]setup.SetupScript) {}
 
-func (h *harness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
-	return engine.New(engine.Config{
-		Provider:  testengine.Provider(t),
-		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(42) }},
-	})
+func (h harness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
+	return engine.New(engine.Config{Provider: h.provider(t), Functions: testengine.Seeded()})
 }
 
 func js(s string) types.JSONDocument { return types.MustJSON(s) }
@@ -55,7 +53,7 @@ func errs(msg string, code int, state string) string {
 
 func TestSetUnionScripts(t *testing.T) {
 	for _, s := range setUnionScripts() {
-		enginetest.TestScript(t, &harness{t: t}, s)
+		enginetest.TestScript(t, mydbHarness, s)
 	}
 }
 

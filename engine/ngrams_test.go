@@ -3,42 +3,23 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/enginetest"
 	"github.com/dolthub/go-mysql-server/enginetest/queries"
-	"github.com/dolthub/go-mysql-server/enginetest/scriptgen/setup"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
 
 	"github.com/dpsql/dpsql/engine"
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/testengine"
-	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-// ngramsHarness runs script tests on an engine from server.NewEngine over
-// ngramsProvider, with seeded randomness.
-type ngramsHarness struct{}
-
-var _ enginetest.Harness = ngramsHarness{}
-
-func (ngramsHarness) NewContext() *sql.Context {
-	return engine.NewContext(context.Background(), "root", "mydb")
-}
-
-func (ngramsHarness) Setup(...[]setup.SetupScript) {}
-
-func (ngramsHarness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
-	return engine.New(engine.Config{
-		Provider:  testengine.NgramsProvider(t),
-		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(42) }},
-	})
-}
+// ngramsHarness runs script tests over testengine.NgramsProvider.
+var ngramsHarness = harness{provider: func(t testing.TB) *storage.Provider { return testengine.NgramsProvider(t) }}
 
 // allNotes is what DP_NGRAMS releases from notes at ε = 4 with η = 1e-9
 // and α = 6: every n-gram of the two shared sentences (600 and 300 users),
@@ -73,7 +54,7 @@ var ngramsColumns = sql.Schema{
 
 func TestNgramsScripts(t *testing.T) {
 	for _, s := range append(ngramsScripts(), ngramsSessionScripts()...) {
-		enginetest.TestScript(t, ngramsHarness{}, s)
+		enginetest.TestScript(t, ngramsHarness, s)
 	}
 }
 
@@ -85,7 +66,7 @@ func TestNgramsScripts(t *testing.T) {
 // FROM script and by TestServerNgrams over go-sql-driver.
 func TestNgramsScriptsPrepared(t *testing.T) {
 	for _, s := range ngramsScripts() {
-		enginetest.TestScriptPrepared(t, ngramsHarness{}, s)
+		enginetest.TestScriptPrepared(t, ngramsHarness, s)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -339,13 +338,13 @@ func isolationAttacks() []attack {
 // TestIsolation runs every attack on both deployments and requires the
 // same observation, no victim value anywhere, and a live connection.
 func TestIsolation(t *testing.T) {
-	var logWithout, logWith lockedBuffer
+	var logWithout, logWith testserver.Log
 	without := startIsolation(t, false, &logWithout)
 	with := startIsolation(t, true, &logWith)
 	// The index/ attacks must take the release index's path: both
 	// deployments build the index of people.note.
 	defer func() {
-		for name, l := range map[string]*lockedBuffer{"without": &logWithout, "with": &logWith} {
+		for name, l := range map[string]*testserver.Log{"without": &logWithout, "with": &logWith} {
 			if !strings.Contains(l.String(), "release index iso.people(note by user_id)") {
 				t.Errorf("deployment %s victim: no release index was built for people.note (its log:\n%s)", name, l.String())
 			}
@@ -377,24 +376,6 @@ func TestIsolation(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a log that goroutines may write while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // compareObservations reports every observable that differs.

@@ -35,7 +35,7 @@ const analyst2Password = "analyst-pw-2"
 // the victim's key work plus a unit filter's work is over it, each alone
 // under it) and two analysts, analyst and analyst2; more is added to its
 // limits section. It returns once the server's own index builds ended.
-func startPaths(t testing.TB, users int, withVictim bool, more string, log *lockedBuffer) *server.Governed {
+func startPaths(t testing.TB, users int, withVictim bool, more string, log *testserver.Log) *server.Governed {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "people.tsv")
@@ -148,7 +148,7 @@ func subPaths(a, b dprelease.Paths) dprelease.Paths {
 // victim: the same observations and the same path, and the path expected
 // (the index is read, not both deployments scanning).
 func TestPathsIsolation(t *testing.T) {
-	var logs [2]lockedBuffer
+	var logs [2]testserver.Log
 	deps := [2]*server.Governed{startPaths(t, 200, false, "", &logs[0]), startPaths(t, 200, true, "", &logs[1])}
 	for _, pa := range pathAttacks() {
 		t.Run(pa.a.name, func(t *testing.T) {
@@ -199,7 +199,7 @@ func TestPathsCrossAnalyst(t *testing.T) {
 	}
 	var res [2]result
 	for i, aFirst := range []bool{false, true} {
-		var log lockedBuffer
+		var log testserver.Log
 		g := startPaths(t, 200, true, "", &log)
 		if aFirst {
 			run(t, g.Addr(), "analyst", analystPassword)

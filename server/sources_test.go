@@ -1,14 +1,12 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	dbsql "database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +16,6 @@ import (
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 )
-
-// syncLog is a log the test reads while the server writes it.
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // ordersRows are INSERT values for users from..to: every user orders item
 // k%5 and item (k+1)%5.
@@ -56,12 +36,12 @@ type sourceDeployment struct {
 	my, pg *testdb.Server
 	dir    string
 	cfg    string
-	log    *syncLog
+	log    *testserver.Log
 }
 
 func newSourceDeployment(t *testing.T) *sourceDeployment {
 	t.Helper()
-	d := &sourceDeployment{my: testdb.MariaDB(t), pg: testdb.PostgreSQL(t), dir: t.TempDir(), log: &syncLog{}}
+	d := &sourceDeployment{my: testdb.MariaDB(t), pg: testdb.PostgreSQL(t), dir: t.TempDir(), log: &testserver.Log{}}
 	create := "CREATE TABLE orders (user_id BIGINT NOT NULL, item VARCHAR(32) NOT NULL, amount DECIMAL(10,2))"
 	d.my.Exec(t, create, "INSERT INTO orders VALUES "+ordersRows(1, 400))
 	d.pg.Exec(t, create, "INSERT INTO orders VALUES "+ordersRows(1, 400))

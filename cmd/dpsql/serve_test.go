@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -292,7 +294,7 @@ func TestLedgerKilledMidRelease(t *testing.T) {
 type serveProcess struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *syncBuffer
+	stderr *testserver.Log
 }
 
 // startServeProcess runs this test binary as `dpsql serve` (embedded demo)
@@ -315,13 +317,13 @@ func startServeProcess(t *testing.T, dataDir, analystPW, adminPW string) *serveP
 			cmd.Wait()
 		}
 	})
-	p := &serveProcess{cmd: cmd, stderr: &syncBuffer{}}
+	p := &serveProcess{cmd: cmd, stderr: &testserver.Log{}}
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sent := false
 		for sc.Scan() {
-			p.stderr.WriteString(sc.Text() + "\n")
+			fmt.Fprintln(p.stderr, sc.Text())
 			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				addrc <- m[1]
 				sent = true
@@ -363,23 +365,6 @@ func waitListening(t *testing.T, r io.Reader) (addr, banner string) {
 func openAs(t *testing.T, addr, user, password, database string) *sql.DB {
 	t.Helper()
 	return testmysql.Connect(t, testmysql.Login{Addr: addr, User: user, Password: password, DB: database, Timeout: 10 * time.Second})
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) WriteString(x string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.WriteString(x)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type syncWriter struct {
