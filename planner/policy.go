@@ -122,6 +122,9 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	fo := floatOutputs{}
 	ctx = ctx.WithContext(context.WithValue(ctx.Context, floatKey{}, fo))
 	out, same, err := p.rewriteNode(ctx, n)
+	if err == nil {
+		afterRewrite(ctx, n, out) // refusals.go
+	}
 	if err == nil && len(fo) > 0 {
 		if out, err = retypeFloats(out, fo); err == nil {
 			same = transform.NewTree
@@ -984,7 +987,13 @@ func (p *policy) guard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *pl
 	if p.gov == nil || !p.gov.Governed(ctx) {
 		return n, transform.SameTree, nil
 	}
-	return n, transform.SameTree, p.check(n)
+	if err := p.check(n); err != nil {
+		if better := p.refusal(n); better != nil {
+			return n, transform.SameTree, better // refusals.go: says what to write
+		}
+		return n, transform.SameTree, err
+	}
+	return n, transform.SameTree, nil
 }
 
 // check walks the whole plan — opaque nodes and expression subqueries

@@ -180,8 +180,8 @@ func TestPublicLookupRefusals(t *testing.T) {
 		{"SELECT DISTINCT item FROM visits WHERE item = (SELECT name FROM pages WHERE n = 1)", "not a public lookup"},
 		{"SELECT DISTINCT item FROM visits WHERE item IN (SELECT name FROM pages WHERE name IN (SELECT item FROM secrets))", "protected table"},
 		// Joins with protected tables stay refused by the guard.
-		{"SELECT DISTINCT v.item FROM visits v JOIN secrets s ON s.item = v.item", "reads its rows directly"},
-		{"SELECT DISTINCT v.item FROM visits v JOIN visits w ON w.user_id = v.user_id", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN secrets s ON s.item = v.item", "joins the protected tables mydb.secrets and mydb.visits"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN visits w ON w.user_id = v.user_id", "joins the protected table mydb.visits with itself"},
 	}
 	for _, c := range cases {
 		gov := &publicGov{fakeGov{budget: 100}}
@@ -289,19 +289,19 @@ func TestPublicJoins(t *testing.T) {
 // refused with 1142 before any charge.
 func TestPublicJoinRefusals(t *testing.T) {
 	cases := []struct{ q, want string }{
-		{"SELECT DISTINCT v.item FROM visits v JOIN secrets s ON s.item = v.item", "reads its rows directly"},
-		{"SELECT DISTINCT v.item FROM visits v JOIN visits w ON w.item = v.item", "reads its rows directly"},
-		{"SELECT DISTINCT v.item FROM visits v JOIN other o ON o.name = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN secrets s ON s.item = v.item", "joins the protected tables mydb.secrets and mydb.visits; a private release reads one protected table"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN visits w ON w.item = v.item", "joins the protected table mydb.visits with itself"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN other o ON o.name = v.item", "joined with mydb.other, which the server's configuration does not declare public"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name > v.item", "neither public_table.c = T.col"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item OR p.n = 1", "neither public_table.c = T.col"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.n = v.g AND p.name = v.item", "neither public_table.c = T.col"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.n = 1", "no equality"},
-		{"SELECT DISTINCT v.item FROM visits v, pages p WHERE p.name = v.item", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v, pages p WHERE p.name = v.item", "this join is not one a private release takes; a private release may join its protected table T with one table"},
 		// The public side first: a GROUP BY over public keys needs
 		// aggregates (publickeys_test.go).
 		{"SELECT DISTINCT v.item FROM pages p LEFT JOIN visits v ON p.name = v.item", "add COUNT(*)"},
 		{"SELECT DISTINCT v.item FROM visits v RIGHT JOIN pages p ON p.name = v.item", "add COUNT(*)"},
-		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item JOIN secrets s ON s.user_id = v.user_id", "reads its rows directly"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item JOIN secrets s ON s.user_id = v.user_id", "joins the protected tables mydb.secrets and mydb.visits"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.n = v.item", "compares text"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item WHERE p.name = (SELECT MAX(name) FROM pages)", "not a public lookup"},
 		{"SELECT DISTINCT v.item FROM visits v JOIN pages p ON p.name = v.item AND RAND() < 0.5", "not deterministic"},

@@ -64,6 +64,9 @@ type Release struct {
 	// pubKeys is the public key set of a GROUP BY over public keys
 	// (publickeys.go), or nil.
 	pubKeys *publicKeys
+	// labels name the output columns after the SELECT list they appear in
+	// (explain.go), or nil.
+	labels [][]outputLabel
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)
