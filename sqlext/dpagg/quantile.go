@@ -51,8 +51,8 @@ import (
 //
 //	P(j) ∝ exp(−λ·e_j),   λ = ε_q/(2·Δu)
 //
-// which is ε_q-DP and ε_q-bounded-range, hence ε_q²/8-zCDP (Durfee &
-// Rogers 2019; Cesar & Rogers 2021, Lemma 3.2). A user changes at most Δ0
+// which is ε_q-DP and ε_q-bounded-range (Durfee & Rogers 2019), hence
+// ε_q²/8-zCDP (Cesar & Rogers 2021: ε-bounded-range implies ε²/8-zCDP). A user changes at most Δ0
 // keys' mechanisms, independent given the bounded data, so the aggregate
 // costs Δ0·ε_q (pure) or Δ0·ε_q²/8 (zCDP). Budget: the aggregate's share
 // of the aggregates' budget, as any statistic: ε_q = ε_i/Δ0 with Laplace
