@@ -1,5 +1,7 @@
 // Package functions adapts dpsql's privacy core to go-mysql-server: the
-// DP_SET_UNION aggregate (setunion.go), the DP_NGRAMS table function
+// DP_SET_UNION aggregate (setunion.go), the MEDIAN and PERCENTILE_CONT
+// aggregates (quantile.go: private over protected tables through the
+// planner, exact over public rows), the DP_NGRAMS table function
 // (ngrams.go), the options strings they take (options.go), the dp_*
 // session variables that supply default options, so that BI tools which
 // cannot pass options still work (sysvars.go; those of DP aggregates in

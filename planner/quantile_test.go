@@ -38,6 +38,7 @@ func TestQuantiles(t *testing.T) {
 		{"SELECT " + hint + " UPPER(item) AS k, MEDIAN(g) AS m FROM visits GROUP BY k", "COMMON,1|EVEN,1", 0.2},
 		{"SELECT " + hint + " item, MEDIAN(g) + 1 FROM visits GROUP BY item", "common,2|even,2", 0.2},
 		{"SELECT " + hint + " UPPER(item) AS k, MEDIAN(g) AS m, COUNT(*) AS n FROM visits GROUP BY k ORDER BY m DESC, k", "COMMON,1,300|EVEN,1,150", 0.2},
+		{"SELECT " + hint + " item, MEDIAN(g) AS m FROM visits GROUP BY item HAVING m > 0.5 AND COUNT(*) > 200", "common,1", 0.2},
 		{"SELECT " + hint + " MEDIAN(g), PERCENTILE_CONT(g, 0), COUNT(*) AS n FROM visits WHERE item = 'common'", "1,0,300", 0.2},
 		{"SELECT " + hint + " COUNT(g), MEDIAN(g) FROM visits WHERE item = 'common'", "300,1", 0.2},
 		{"SELECT " + hint + " (SELECT MEDIAN(g) FROM visits) + 1 AS m", "2", 0.2},

@@ -73,7 +73,10 @@ func runParams(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, k := range strings.Split(*aggs, ",") {
 		a := dpagg.Aggregate{Kind: dpagg.Kind(strings.TrimSpace(strings.ToLower(k)))}
-		if a.Kind == dpagg.Sum || a.Kind == dpagg.Avg {
+		if a.Kind == "median" || a.Kind == dpagg.Quantile {
+			a.Kind, a.Quantile = dpagg.Quantile, 0.5 // MEDIAN
+		}
+		if a.Kind.NeedsBounds() {
 			if *bounds == "" {
 				return usageError{fmt.Errorf("%s needs --bounds lower,upper (bounds are never derived from the data)", a.Kind)}
 			}

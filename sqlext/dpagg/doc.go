@@ -1,7 +1,7 @@
 // Package dpagg releases noisy aggregates per privately selected key under
 // user-level (ε, δ)-differential privacy: the core of
 //
-//	SELECT k, COUNT(*), COUNT(col), COUNT(DISTINCT privacy_unit), SUM(x), AVG(x)
+//	SELECT k, COUNT(*), COUNT(col), COUNT(DISTINCT privacy_unit), SUM(x), AVG(x), MEDIAN(x)
 //	FROM protected GROUP BY k
 //
 // where neighbouring databases differ in all rows of one user. It is pure Go
@@ -171,6 +171,23 @@
 // neighbouring databases — the sensitivities the noise is calibrated to —
 // and the released keys, their number and order depend on K alone
 // (publickeys.go has the proof; at most MaxPublicKeys keys).
+// # Quantiles
+//
+// MEDIAN(x) and PERCENTILE_CONT(x, p) (Kind Quantile, level
+// Aggregate.Quantile) are released by the exponential mechanism over the
+// public grid c_j = lower + j·(upper − lower)/2^16, j = 0 … 2^16, on the
+// same bounded data (Δ0 keys per user, at most m values per user and key,
+// its own order statistics beyond m): with n kept values, lo_j and hi_j of
+// them below and at or below c_j, and p = P/Q,
+//
+//	e_j = max(0, P·n − Q·hi_j, Q·lo_j − P·n),   P(j) ∝ exp(−λ·e_j),
+//	λ = ε_q/(2·Δu),   Δu = m·max(P, Q − P)
+//
+// A user moves every e_j of a key by at most Δu, on at most Δ0 keys, so
+// the aggregate is Δ0·ε_q-DP and Δ0·ε_q²/8-zCDP (ε_q-bounded range); ε_q is
+// the aggregate's share, ε_i/Δ0 or √(8ρ_i/Δ0). The draw is exact:
+// rejection from the uniform candidate with acceptance exp(−λ·e_j) sampled
+// by discrete.BernoulliExp on integers. See quantile.go.
 //
 // # Limits
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -51,8 +52,8 @@ import (
 //
 //	P(j) ∝ exp(−λ·e_j),   λ = ε_q/(2·Δu)
 //
-// which is ε_q-DP and ε_q-bounded-range, hence ε_q²/8-zCDP (Durfee &
-// Rogers 2019; Cesar & Rogers 2021, Lemma 3.2). A user changes at most Δ0
+// which is ε_q-DP and ε_q-bounded-range (Durfee & Rogers 2019), hence
+// ε_q²/8-zCDP (Cesar & Rogers 2021: ε-bounded-range implies ε²/8-zCDP). A user changes at most Δ0
 // keys' mechanisms, independent given the bounded data, so the aggregate
 // costs Δ0·ε_q (pure) or Δ0·ε_q²/8 (zCDP). Budget: the aggregate's share
 // of the aggregates' budget, as any statistic: ε_q = ε_i/Δ0 with Laplace
@@ -96,8 +97,8 @@ const quantileDenominator = 1_000_000
 type quantileNoise struct {
 	p, q    int64    // the level P/Q, reduced
 	cands   uint64   // G+1 candidates (quantileCandidates; smaller in tests)
-	lamNum  *big.Int // λ = lamNum / 2^lamBits per unit of energy
-	lamBits uint
+	lamNum  *big.Int // λ = lamNum / lamDen per unit of energy; lamDen = 2^lamBits
+	lamBits uint     // (tests may set another lamDen and leave lamBits 0)
 	lamDen  *big.Int
 }
 
@@ -323,34 +324,102 @@ func (p *Pipeline) releaseQuantile(rng *rand.Rand, ai int, k int) (float64, erro
 
 // energy is e_j for the sorted kept indexes vals.
 func (q *quantileNoise) energy(vals []uint32, j int) (uint64, error) {
-	n := int64(len(vals))
 	lo := int64(sort.Search(len(vals), func(i int) bool { return int(vals[i]) >= j }))
 	hi := lo + int64(sort.Search(len(vals)-int(lo), func(i int) bool { return int(vals[int(lo)+i]) > j }))
+	return q.energyOf(int64(len(vals)), lo, hi)
+}
+
+// energyOf is e_j for n values, lo below and hi at or below candidate j.
+func (q *quantileNoise) energyOf(n, lo, hi int64) (uint64, error) {
 	if n > math.MaxInt64/4/q.q {
 		return 0, errors.New("dpagg: too many values under one key for a quantile")
 	}
-	e := max(0, q.p*n-q.q*hi, q.q*lo-q.p*n)
-	return uint64(e), nil
+	return uint64(max(0, q.p*n-q.q*hi, q.q*lo-q.p*n)), nil
+}
+
+// cumulative returns cum with cum[j] = #{v < j} for j = 0 … cands (so
+// lo_j = cum[j], hi_j = cum[j+1]): one pass, for keys with many values,
+// where two binary searches per try would dominate.
+func (q *quantileNoise) cumulative(vals []uint32) []uint32 {
+	cum := make([]uint32, q.cands+1)
+	i := 0
+	for j := range cum {
+		for i < len(vals) && int(vals[i]) < j {
+			i++
+		}
+		cum[j] = uint32(i)
+	}
+	return cum
 }
 
 // sample draws a grid index j with probability ∝ exp(−λ·e_j), exactly,
 // by rejection from the uniform distribution (see above).
 func (q *quantileNoise) sample(rng *rand.Rand, vals []uint32) (int, error) {
-	n, e := new(big.Int), new(big.Int)
-	for {
+	a := newAcceptor(q)
+	var cum []uint32
+	n := int64(len(vals))
+	for tries := 0; ; tries++ {
+		if tries == 256 && n > 4096 && n < math.MaxUint32 {
+			cum = q.cumulative(vals) // many tries ahead: count once
+		}
 		j := int(rng.Uint64N(q.cands))
-		en, err := q.energy(vals, j)
+		var en uint64
+		var err error
+		if cum != nil {
+			en, err = q.energyOf(n, int64(cum[j]), int64(cum[j+1]))
+		} else {
+			en, err = q.energy(vals, j)
+		}
 		if err != nil {
 			return 0, err
 		}
-		if en == 0 {
-			return j, nil
-		}
-		n.Mul(e.SetUint64(en), q.lamNum)
-		if discrete.BernoulliExp(rng, n, q.lamDen) {
+		if en == 0 || a.accept(rng, en) {
 			return j, nil
 		}
 	}
+}
+
+// acceptor samples Bernoulli(exp(−λ·e)) for λ = lamNum/2^lamBits, exactly:
+// exp(−γ) = exp(−1)^⌊γ⌋ · exp(−(γ − ⌊γ⌋)), the integer part as
+// independent Bernoulli(e^−1) draws stopped at the first failure (fewer
+// than 1.6 on average) and the fraction by discrete.BernoulliExp on
+// machine words when λ's denominator fits; big integers otherwise.
+type acceptor struct {
+	q            *quantileNoise
+	num          uint64 // lamNum, when it and 2^lamBits fit in 63 bits
+	small        bool
+	one, rem, dd *big.Int
+	n, e         *big.Int
+}
+
+func newAcceptor(q *quantileNoise) *acceptor {
+	a := &acceptor{q: q, one: big.NewInt(1), rem: new(big.Int), dd: new(big.Int), n: new(big.Int), e: new(big.Int)}
+	a.dd.Lsh(a.one, q.lamBits)
+	if q.lamNum.IsUint64() && q.lamBits <= 62 && a.dd.Cmp(q.lamDen) == 0 {
+		a.num, a.small = q.lamNum.Uint64(), true
+	}
+	return a
+}
+
+func (a *acceptor) accept(rng *rand.Rand, en uint64) bool {
+	if a.small {
+		hi, lo := bits.Mul64(en, a.num) // γ·2^k = hi·2^64 + lo
+		k := a.q.lamBits
+		if hi>>k == 0 {
+			intPart := lo >> k
+			if k > 0 {
+				intPart |= hi << (64 - k)
+			}
+			for range intPart {
+				if !discrete.BernoulliExp(rng, a.one, a.one) {
+					return false
+				}
+			}
+			return discrete.BernoulliExp(rng, a.rem.SetUint64(lo&(1<<k-1)), a.dd)
+		}
+	}
+	a.n.Mul(a.e.SetUint64(en), a.q.lamNum)
+	return discrete.BernoulliExp(rng, a.n, a.q.lamDen)
 }
 
 // quantileProbabilities returns the exact release distribution over the

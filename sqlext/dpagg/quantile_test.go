@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -165,8 +166,16 @@ func TestQuantileSamplerExact(t *testing.T) {
 		{[]uint32{1, 3, 5, 6, 6, 6, 7, 8, 8}, 1, 4, 1, 1},
 		{[]uint32{2, 5}, 1, 2, 5, 7},
 		{nil, 1, 2, 1, 1},
+		// λ with a power-of-two denominator (the calibrated form: the
+		// machine-word path, integer parts of λ·e included).
+		{[]uint32{1, 2, 2, 3, 7}, 1, 2, 3, 4},
+		{[]uint32{0, 1, 3, 3, 8, 8, 8}, 1, 3, 5, 2},
+		{[]uint32{4, 5}, 1, 2, 1, 1},
 	} {
 		q := &quantileNoise{p: c.p, q: c.q, cands: 9, lamNum: big.NewInt(c.num), lamDen: big.NewInt(c.den)}
+		if c.den&(c.den-1) == 0 {
+			q.lamBits = uint(bits.TrailingZeros64(uint64(c.den)))
+		}
 		probs := q.probabilities(c.vals)
 		obs := make([]int, len(probs))
 		for range draws {
@@ -357,5 +366,50 @@ func TestQuantileThinning(t *testing.T) {
 	got := keptQuantile(p, 0)[""]
 	if want := []uint32{2, 5, 8}; !slices.Equal(got, want) {
 		t.Fatalf("kept %v, want %v (positions ⌊(2i+1)·9/6⌋ of 1…9)", got, want)
+	}
+}
+
+// TestQuantileCumulative: the one-pass counts of large keys give the same
+// energies as the binary searches.
+func TestQuantileCumulative(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	q := &quantileNoise{p: 9, q: 10, cands: 1<<QuantileGridBits + 1}
+	vals := make([]uint32, 5000)
+	for i := range vals {
+		vals[i] = uint32(r.IntN(300)) * 200
+	}
+	slices.Sort(vals)
+	cum := q.cumulative(vals)
+	for j := range int(q.cands) {
+		a, _ := q.energy(vals, j)
+		b, _ := q.energyOf(int64(len(vals)), int64(cum[j]), int64(cum[j+1]))
+		if a != b {
+			t.Fatalf("grid %d: energy %d by search, %d by counts", j, a, b)
+		}
+	}
+}
+
+// BenchmarkQuantileSample measures one exact draw for keys of n values
+// spread over the grid, at temperatures from mild to sharp (λ per unit of
+// energy; Q = 2, so λ·2 per rank): the worst case is many values and a
+// sharp temperature, where about every grid point is tried.
+func BenchmarkQuantileSample(b *testing.B) {
+	rng := securerand.NewSeeded(1)
+	for _, n := range []int{100, 10000, 1000000} {
+		vals := make([]uint32, n)
+		for i := range vals {
+			vals[i] = uint32(rng.Uint64N(1<<QuantileGridBits + 1))
+		}
+		slices.Sort(vals)
+		for _, lam := range []int64{1, 8, 64} {
+			q := &quantileNoise{p: 1, q: 2, cands: 1<<QuantileGridBits + 1, lamNum: big.NewInt(lam), lamDen: big.NewInt(64), lamBits: 6}
+			b.Run(fmt.Sprintf("n=%d/lambda=%d_64", n, lam), func(b *testing.B) {
+				for range b.N {
+					if _, err := q.sample(rng, vals); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
