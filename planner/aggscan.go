@@ -43,6 +43,7 @@ func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.
 	if err != nil {
 		return nil, err
 	}
+	r.selection = &pipe.Plan().Selection // for the chosen Δ0 (noteNoKey)
 	if res.Chosen != nil {
 		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
 			"private release on %s.%s: contribution bounds chosen privately from the data (%s); values and rows beyond them were clamped. Set them for exact control: dp_max_groups_contributed, dp_max_rows_per_group, dp_contribution_bounds",

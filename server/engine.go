@@ -112,6 +112,7 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 		return nil, fmt.Errorf("server: the provider already defines %s; let NewEngine install it", functions.SetUnionName)
 	}
 	a.Catalog.RegisterFunction(ctx, functions.SetUnionFunction(cfg.Functions))
+	a.Catalog.RegisterFunction(ctx, functions.IntervalFunctions()...)
 	parser := planner.NewGuardParser(sql.GlobalParser, append([]planner.Check{lim.InListCheck}, cfg.Checks...)...)
 	a.Parser = parser
 	e := sqle.New(a, cfg.Engine)
