@@ -119,6 +119,7 @@ func New(cfg Config) (*sqle.Engine, error) {
 	}
 	a.Catalog.RegisterFunction(ctx, functions.SetUnionFunction(cfg.Functions))
 	a.Catalog.RegisterFunction(ctx, functions.QuantileFunctions()...)
+	a.Catalog.RegisterFunction(ctx, functions.IntervalFunctions()...)
 	parser := planner.NewGuardParser(sql.GlobalParser, cfg.Checks...)
 	a.Parser = parser
 	e := sqle.New(a, cfg.Engine)

@@ -57,13 +57,15 @@ func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.
 	if err != nil {
 		return nil, err
 	}
-	r.noteChosen(ctx, res)
+	r.noteChosen(ctx, pipe, res)
 	return res, nil
 }
 
 // noteChosen tells the analyst, in a Note, which bounds the release chose
-// privately (a DP output), if it chose any.
-func (r *Release) noteChosen(ctx *sql.Context, res *dpagg.Result) {
+// privately (a DP output), if it chose any, and keeps the selection's
+// calibration with the chosen Δ0 for noteNoKey.
+func (r *Release) noteChosen(ctx *sql.Context, pipe *dpagg.Pipeline, res *dpagg.Result) {
+	r.selection = &pipe.Plan().Selection
 	if res.Chosen != nil {
 		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
 			"private release on %s.%s: contribution bounds chosen privately from the data (%s); values and rows beyond them were clamped. Set them for exact control: dp_max_groups_contributed, dp_max_rows_per_group, dp_contribution_bounds",

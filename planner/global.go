@@ -35,8 +35,9 @@ func hasSetUnion(exprs []sql.Expression) bool {
 func (p *policy) globalAggregates(ctx *sql.Context, src source, g *plan.GroupBy, schema sql.Schema, ids []sql.Expression) (*Release, error) {
 	out := make([]int, len(g.SelectedExprs))
 	var aggs []aggregate
+	var sides []int8 // DP_INTERVAL_LOW/HIGH outputs (interval.go)
 	for i, e := range g.SelectedExprs {
-		a, ok, err := aggregateOf(src, unalias(e))
+		a, ok, err := aggregateOf(src, intervalArg(e, i, &sides))
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +59,11 @@ func (p *policy) globalAggregates(ctx *sql.Context, src source, g *plan.GroupBy,
 	if len(aggs) == 0 {
 		return nil, nil
 	}
-	return p.newAggregateRelease(ctx, src, nil, aggs, out, schema, ids, globalRelease)
+	r, err := p.newAggregateRelease(ctx, src, nil, aggs, out, schema, ids, globalRelease)
+	if r != nil {
+		r.intervals = sides
+	}
+	return r, err
 }
 
 // globalRelease makes aggregate options global: one key, no selection,
@@ -177,6 +182,7 @@ func retypeFloats(n sql.Node, fo floatOutputs) (sql.Node, error) {
 // calibration, so it reveals nothing more than the release.
 func (r *Release) noteNoKey(ctx *sql.Context) {
 	var cal setunion.Calibration
+	atLeast := "" // Δ0 chosen privately, but the value is not known here
 	switch {
 	case r.mode == aggregateRows && r.aggPlan.Global:
 		return // one row, always
@@ -184,8 +190,13 @@ func (r *Release) noteNoKey(ctx *sql.Context) {
 		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
 			"private release on %s.%s over the public keys of %s released no row: the public table has no key that passes its WHERE conditions", r.db, r.name, r.pubKeys.what)})
 		return
+	case r.mode == aggregateRows && r.selection != nil:
+		cal = *r.selection // with the Δ0 the release chose
 	case r.mode == aggregateRows:
 		cal = r.aggPlan.Selection
+		if b := r.aggPlan.Bounds; b != nil && b.Groups {
+			atLeast = "at least "
+		}
 	default:
 		c, err := setunion.Calibrate(r.opts)
 		if err != nil {
@@ -198,7 +209,7 @@ func (r *Release) noteNoKey(ctx *sql.Context) {
 		return
 	}
 	ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
-		"private release on %s.%s released no key: with key selection by %s at ε=%g, δ=%g a key needs about %d users to be released with probability ½; "+
+		"private release on %s.%s released no key: with key selection by %s at ε=%g, δ=%g a key needs about %s%d users to be released with probability ½; "+
 			"an empty result does not mean that no rows match. Raise dp_epsilon or group by coarser keys",
-		r.db, r.name, cal.Mechanism, cal.Epsilon, cal.Delta, n)})
+		r.db, r.name, cal.Mechanism, cal.Epsilon, cal.Delta, atLeast, n)})
 }

@@ -279,6 +279,7 @@ func (h *hiddenColumns) resolve(n sql.Node) (sql.Node, error) {
 }
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+	withIntervals := intervalGroupBys(n) // interval.go
 	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 		n, same, err := p.rewriteSubqueries(ctx, n)
 		if err != nil {
@@ -290,9 +291,15 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 		case *plan.Distinct:
 			r, order, err = p.distinct(ctx, n)
 		case *plan.GroupBy:
-			r, err = p.groupBy(ctx, n)
+			if !withIntervals.has(n) { // else released with its Project
+				r, err = p.groupBy(ctx, n)
+			}
 		case *plan.Project:
-			r, err = p.projectedGroupBy(ctx, n)
+			if withIntervals.above(n) {
+				r, err = p.intervalGroupBy(ctx, n)
+			} else {
+				r, err = p.projectedGroupBy(ctx, n)
+			}
 		case *plan.Sort:
 			return sortOverRelease(n), transform.NewTree, nil
 		}
@@ -582,6 +589,7 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 	}
 	out := make([]int, len(g.SelectedExprs))
 	var aggs []aggregate
+	var sides []int8 // DP_INTERVAL_LOW/HIGH outputs (interval.go)
 	for i, e := range g.SelectedExprs {
 		out[i] = -1
 		for k, key := range keys {
@@ -599,7 +607,7 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 				continue // out[i] = -1: NULL
 			}
 		}
-		a, ok, err := aggregateOf(src, unalias(e))
+		a, ok, err := aggregateOf(src, intervalArg(e, i, &sides))
 		if err != nil {
 			return nil, err
 		}
@@ -623,6 +631,11 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 	var err error
 	if len(aggs) > 0 {
 		r, err = p.newAggregateRelease(ctx, src, keys, aggs, out, schema, ids)
+		if r != nil {
+			r.intervals = sides
+		}
+	} else if sides != nil {
+		return nil, nil // DP_INTERVAL_* of no aggregate: the guard refuses
 	} else {
 		r, err = p.newRelease(ctx, src, distinctRows, keys, out, nil, schema, ids)
 	}

@@ -514,7 +514,7 @@ func (r *Release) pushAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, flight 
 	if err != nil {
 		return release.Released{}, nil, err
 	}
-	r.noteChosen(ctx, res)
+	r.noteChosen(ctx, pipe, res)
 	core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
 	for i, rr := range res.Rows {
 		core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: rr.Values}

@@ -50,6 +50,12 @@ type Release struct {
 	aggOpts   dpagg.Options
 	aggPlan   *dpagg.Plan
 	aggValue  []int
+	// intervals marks, per output column, DP_INTERVAL_LOW (−1) or
+	// DP_INTERVAL_HIGH (+1) of its aggregate; nil or 0: the value itself.
+	intervals []int8
+	// selection is the key selection's calibration of the release made,
+	// with the privately chosen Δ0 (nil before, or for a reused release).
+	selection *setunion.Calibration
 
 	schema  sql.Schema
 	outputs []sql.Expression // one column reference per output column, with its id
@@ -333,7 +339,7 @@ func (r *Release) stored(u *release.Reuse) (release.Released, error) {
 			}
 		case aggregateRows:
 			for _, row := range core.Rows {
-				if len(row.Values) != len(r.aggValue) {
+				if n := len(r.aggValue); len(row.Values) != n && len(row.Values) != 3*n { // 3n: with intervals (interval.go)
 					err = errors.New("wrong shape")
 				}
 			}
@@ -490,7 +496,7 @@ func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (r
 	}
 	core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
 	for i, rr := range res.Rows {
-		core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: rr.Values}
+		core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: withIntervals(rr)} // interval.go
 	}
 	return core, u, nil
 }
@@ -511,6 +517,10 @@ func (r *Release) aggregateRows(ctx *sql.Context, released []release.ReleasedRow
 			}
 			if ki < r.groupKeys {
 				row[i] = keys[ki]
+				continue
+			}
+			if r.isInterval(i) {
+				row[i] = r.intervalValue(i, ki-r.groupKeys, rr.Values) // interval.go
 				continue
 			}
 			if k := r.aggOpts.Aggregates[ki-r.groupKeys].Kind; k == dpagg.Avg || k.NeedsBounds() && k != dpagg.Sum {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
 // TestTopGroupsNeighbourSensitivity is the property test of topgroups.go:
@@ -107,5 +109,49 @@ func TestTopKeys(t *testing.T) {
 		func(i int32) uint64 { return rows[i] }, func(i int32) uint64 { return tie[i] })
 	if !slices.Equal(got, []int32{2, 3, 0}) {
 		t.Errorf("kept %v, want [2 3 0]", got)
+	}
+}
+
+// TestOneKeyPerUserInterval measures target (b) of issue 21: on a table
+// where every user has one row under one key (20,000 users, one country
+// each among 50), the half-width of COUNT(*)'s 95 % interval with every
+// bound chosen privately against the best hand-set bounds (Δ0 = m = 1,
+// noise auto). The choice finds Δ0 = m = 1 (asserted), but a release that
+// chooses bounds spends a share of the Gaussian ρ and so is Gaussian, and
+// at Δ0 = 1 the Gaussian's (ε, δ) → zCDP conversion costs about 3× the
+// width of the Laplace mechanism the hand-set release uses: the target
+// (≤ 1.5×) is missed by that factor, logged here; docs/accuracy.md says
+// what would close it.
+func TestOneKeyPerUserInterval(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	zipf := rand.NewZipf(r, 1.2, 1, 49)
+	width := func(o Options, seed uint64) (float64, *Chosen) {
+		o.Aggregates = []Aggregate{{Kind: CountRows}}
+		p, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u := range 20_000 {
+			if err := p.Add([]byte(fmt.Sprint(u)), []byte(fmt.Sprintf("c%d", zipf.Uint64())), []Value{Null}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := p.Release(securerand.NewSeeded(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Plan().Aggregates[0].Stats[0].HalfWidth95, res.Chosen
+	}
+	o := Defaults()
+	o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
+	auto, c := width(o, 1)
+	if c == nil || c.MaxGroupsContributed != 1 || c.MaxRowsPerGroup != 1 || c.AggregateGroups != 1 {
+		t.Fatalf("chosen %v, want Δ0 = m = 1", c)
+	}
+	o.MaxGroupsContributed, o.MaxRowsPerGroup = 1, 1
+	hand, _ := width(o, 1)
+	t.Logf("one row per user: COUNT(*) 95 %% half-width %.0f with bounds chosen privately (%s), %.0f with Δ0 = m = 1 set: %.2f× (target ≤ 1.5×)", auto, c, hand, auto/hand)
+	if auto/hand > 3.5 {
+		t.Errorf("interval %.2f× the hand-set one", auto/hand)
 	}
 }
