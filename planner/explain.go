@@ -48,6 +48,7 @@ func (r *Release) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, 
 			facts = append(facts, f...)
 		}
 	}
+	facts = append(facts, r.origins...)
 	return facts, r.requests(ctx), nil
 }
 

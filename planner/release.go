@@ -19,6 +19,7 @@ import (
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
+	"github.com/dpsql/dpsql/sqlext/explain"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -60,6 +61,9 @@ type Release struct {
 	// publics are the public sides of the release's lookups (public.go),
 	// read before anything is charged.
 	publics []*release.Public
+
+	// origins say where the options came from (defaults.go), for DP_EXPLAIN.
+	origins []explain.Fact
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)
