@@ -71,7 +71,7 @@ func SystemVariables() []sql.SystemVariable {
 			Default:       int64(d.Rounds),
 			NotifyChanged: check(VarRounds, func(p *SetUnionParams, v any) { p.Rounds = asInt(v) }),
 		},
-	}, append(aggregateVariables(), reuseVariables()...)...)
+	}, append(append(aggregateVariables(), reuseVariables()...), unitVariables()...)...)
 }
 
 var registerOnce sync.Once

@@ -159,6 +159,9 @@ func (n *explainNode) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) 
 	if release.Explaining(ctx) {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSClientError, "DP_EXPLAIN cannot explain itself")
 	}
+	if q, err = RewriteDifferentialPrivacy(q); err != nil { // bigquery.go
+		return nil, err
+	}
 	stmt, err := ast.Parse(q)
 	if err != nil {
 		return nil, mysql.NewSQLError(mysql.ERParseError, mysql.SSClientError, "DP_EXPLAIN: the query does not parse: %s", err)

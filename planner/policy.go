@@ -818,6 +818,9 @@ func sameExpr(a, b sql.Expression) bool {
 // charged, what a release may not evaluate.
 func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
 	ctx = p.withDefaults(ctx, src, keys) // the table's configured defaults (defaults.go)
+	if err := functions.CheckPrivacyUnit(ctx, src.db, src.name, src.unit); err != nil {
+		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
+	}
 	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd, indexes: p.indexes}
 	// The output columns keep the column ids of the expressions they
 	// replace, so that the nodes above find them (ProjectedExprs).
