@@ -15,10 +15,10 @@ import (
 
 // bigQuerySyntax rewrites BigQuery's SELECT WITH DIFFERENTIAL_PRIVACY
 // OPTIONS(…) into SELECT /*+ SET_VAR(…) */ (planner.RewriteDifferentialPrivacy)
-// before go-mysql-server parses a statement: in text queries, multi-
-// statement queries and server-side prepared statements (whose stored
-// text, executed later, is the rewritten one). It runs after the
-// statement guard, which checks the text as the client sent it.
+// before go-mysql-server parses a statement: in text queries (which is
+// how client-side prepared statements arrive) and multi-statement
+// queries. It runs after the statement guard, which checks the text as
+// the client sent it.
 type bigQuerySyntax struct{}
 
 var _ gms.Interceptor = bigQuerySyntax{}
@@ -41,15 +41,13 @@ func (bigQuerySyntax) MultiQuery(ctx context.Context, chain gms.Chain, c *mysql.
 	return chain.ComMultiQuery(ctx, c, q, callback)
 }
 
+// Prepare implements gms.Interceptor. A server-side prepared statement
+// (COM_STMT_PREPARE) is parsed by vitess before any interceptor sees it,
+// so the clause cannot be rewritten there: such clients use the SET_VAR
+// form (docs/sql.md); client-side prepared statements arrive as text
+// queries and are rewritten.
 func (bigQuerySyntax) Prepare(ctx context.Context, chain gms.Chain, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
-	q, err := planner.RewriteDifferentialPrivacy(query)
-	if err != nil {
-		return nil, err
-	}
-	if q != query && prepare != nil {
-		prepare.PrepareStmt = q
-	}
-	return chain.ComPrepare(ctx, c, q, prepare)
+	return chain.ComPrepare(ctx, c, query, prepare)
 }
 
 func (bigQuerySyntax) StmtExecute(ctx context.Context, chain gms.Chain, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
