@@ -48,7 +48,12 @@ func (r *Release) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, 
 			facts = append(facts, f...)
 		}
 	}
-	facts = append(facts, r.origins...)
+	for _, f := range r.origins {
+		if f.Name == "source.max_groups_contributed" && r.mode == aggregateRows && r.aggPlan.Global {
+			continue // without GROUP BY each user has the one key
+		}
+		facts = append(facts, f)
+	}
 	return facts, r.requests(ctx), nil
 }
 
