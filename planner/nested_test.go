@@ -97,3 +97,29 @@ func TestNestedRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedPublicJoin: a derived table over a protected table joined with
+// a public one (the join of publicjoin.go) merges like a plain one.
+func TestNestedPublicJoin(t *testing.T) {
+	for nested, flatQ := range map[string]string{
+		"SELECT s.n, COUNT(*) AS c FROM (SELECT v.item AS item, p.n AS n FROM visits v JOIN pages p ON p.name = v.item) AS s GROUP BY s.n ORDER BY s.n": "SELECT p.n, COUNT(*) AS c FROM visits v JOIN pages p ON p.name = v.item GROUP BY p.n ORDER BY p.n",
+		"SELECT DISTINCT s.item FROM (SELECT v.item AS item FROM visits v WHERE v.item IN (SELECT name FROM pages WHERE n = 3)) s":                      "SELECT DISTINCT v.item FROM visits v WHERE v.item IN (SELECT name FROM pages WHERE n = 3)",
+	} {
+		var got [2]string
+		for i, q := range []string{nested, flatQ} {
+			gov := &publicGov{fakeGov{budget: 100}}
+			rows, err := query(t, newPublicEngine(t, gov), "analyst", q)
+			if err != nil {
+				t.Errorf("%s: %v", q, err)
+				continue
+			}
+			got[i] = flat(rows)
+			if len(gov.charged) != 1 {
+				t.Errorf("%s: %d charges", q, len(gov.charged))
+			}
+		}
+		if got[0] != got[1] || got[0] == "" {
+			t.Errorf("%s: %q, flat %q", nested, got[0], got[1])
+		}
+	}
+}
