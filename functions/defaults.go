@@ -3,7 +3,6 @@ package functions
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -231,12 +230,4 @@ func explicitlySet(ctx *sql.Context, name string, sessionVal any) bool {
 	}
 	_, gv, ok := sql.SystemVariables.GetGlobal(name)
 	return !ok || fmt.Sprint(gv) != fmt.Sprint(sessionVal)
-}
-
-// ConfiguredVars lists the variable names a TableDefaults may set, sorted
-// (for error messages and docs).
-func ConfiguredVars() []string {
-	v := []string{VarEpsilon, VarDelta, VarMechanism, VarNoise, VarMaxGroups, VarMaxRows, VarMaxItems}
-	sort.Strings(v)
-	return v
 }
