@@ -32,6 +32,8 @@ func TestNestedReleases(t *testing.T) {
 			"SELECT item, COUNT(*) FROM visits WHERE g = 2 GROUP BY item"},
 		{"SELECT LOWER(s.item) AS w, COUNT(*) FROM (SELECT * FROM visits) s GROUP BY w ORDER BY w",
 			"SELECT LOWER(item) AS w, COUNT(*) FROM visits GROUP BY w ORDER BY w"},
+		{"SELECT s.a, COUNT(*) FROM (SELECT g AS a, item AS g FROM visits) s GROUP BY s.a ORDER BY s.a", // swapped names: columns go by id
+			"SELECT g, COUNT(*) FROM visits GROUP BY g ORDER BY g"},
 		{"WITH c AS (SELECT item FROM visits) SELECT DISTINCT item FROM c", // a CTE is a derived table
 			"SELECT DISTINCT item FROM visits"},
 		{"SELECT COUNT(*) FROM (SELECT DISTINCT item FROM visits) s", // the inner release, post-processed
