@@ -71,7 +71,7 @@ func SystemVariables() []sql.SystemVariable {
 			Default:       int64(d.Rounds),
 			NotifyChanged: check(VarRounds, func(p *SetUnionParams, v any) { p.Rounds = asInt(v) }),
 		},
-	}, append(aggregateVariables(), reuseVariables()...)...)
+	}, append(append(aggregateVariables(), reuseVariables()...), unitVariables()...)...)
 }
 
 var registerOnce sync.Once
@@ -186,7 +186,11 @@ func SessionHintsError(ctx *sql.Context) error {
 }
 
 // sessionVars returns a lookup of the dp_* variables for ctx: the
-// statement's SET_VAR hints, then the session's values, then the globals.
+// statement's SET_VAR hints, then the values the session's client SET,
+// then the configured defaults of the table a release is being planned
+// over (WithReleaseDefaults), then the session's values (its snapshot of
+// the globals), then the globals. Each lookup records where the value
+// came from (Origin).
 func sessionVars(ctx *sql.Context) (func(name string) (any, bool), error) {
 	if ctx == nil || ctx.Session == nil {
 		return nil, nil
@@ -194,9 +198,19 @@ func sessionVars(ctx *sql.Context) (func(name string) (any, bool), error) {
 	hints, err := dpHints(ctx)
 	return func(name string) (any, bool) {
 		if v, ok := hints[name]; ok {
+			noteOrigin(ctx, name, OriginStatement)
 			return v, true
 		}
 		v, err := ctx.GetSessionVariable(ctx, name)
+		if err == nil && v != nil && explicitlySet(ctx, name, v) {
+			noteOrigin(ctx, name, OriginSession)
+			return v, true
+		}
+		if cv, origin, ok := lookupConfigured(ctx, name); ok {
+			noteOrigin(ctx, name, origin)
+			return cv, true
+		}
+		noteOrigin(ctx, name, OriginServer)
 		if err == nil && v != nil {
 			return v, true
 		}

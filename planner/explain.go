@@ -57,6 +57,12 @@ func (r *Release) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, 
 			facts = append(facts, f...)
 		}
 	}
+	for _, f := range r.origins {
+		if f.Name == "source.max_groups_contributed" && r.mode == aggregateRows && r.aggPlan.Global {
+			continue // without GROUP BY each user has the one key
+		}
+		facts = append(facts, f)
+	}
 	return facts, r.requests(ctx), nil
 }
 
@@ -166,6 +172,9 @@ func (n *explainNode) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) 
 	}
 	if release.Explaining(ctx) {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSClientError, "DP_EXPLAIN cannot explain itself")
+	}
+	if q, err = RewriteDifferentialPrivacy(q); err != nil { // bigquery.go
+		return nil, err
 	}
 	stmt, err := ast.Parse(q)
 	if err != nil {

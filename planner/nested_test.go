@@ -32,6 +32,8 @@ func TestNestedReleases(t *testing.T) {
 			"SELECT item, COUNT(*) FROM visits WHERE g = 2 GROUP BY item"},
 		{"SELECT LOWER(s.item) AS w, COUNT(*) FROM (SELECT * FROM visits) s GROUP BY w ORDER BY w",
 			"SELECT LOWER(item) AS w, COUNT(*) FROM visits GROUP BY w ORDER BY w"},
+		{"SELECT s.a, COUNT(*) FROM (SELECT g AS a, item AS g FROM visits) s GROUP BY s.a ORDER BY s.a", // swapped names: columns go by id
+			"SELECT g, COUNT(*) FROM visits GROUP BY g ORDER BY g"},
 		{"WITH c AS (SELECT item FROM visits) SELECT DISTINCT item FROM c", // a CTE is a derived table
 			"SELECT DISTINCT item FROM visits"},
 		{"SELECT COUNT(*) FROM (SELECT DISTINCT item FROM visits) s", // the inner release, post-processed
@@ -94,6 +96,32 @@ func TestNestedRefusals(t *testing.T) {
 		}
 		if len(gov.charged) != 0 {
 			t.Errorf("%s: charged %v", q, gov.charged)
+		}
+	}
+}
+
+// TestNestedPublicJoin: a derived table over a protected table joined with
+// a public one (the join of publicjoin.go) merges like a plain one.
+func TestNestedPublicJoin(t *testing.T) {
+	for nested, flatQ := range map[string]string{
+		"SELECT s.n, COUNT(*) AS c FROM (SELECT v.item AS item, p.n AS n FROM visits v JOIN pages p ON p.name = v.item) AS s GROUP BY s.n ORDER BY s.n": "SELECT p.n, COUNT(*) AS c FROM visits v JOIN pages p ON p.name = v.item GROUP BY p.n ORDER BY p.n",
+		"SELECT DISTINCT s.item FROM (SELECT v.item AS item FROM visits v WHERE v.item IN (SELECT name FROM pages WHERE n = 3)) s":                      "SELECT DISTINCT v.item FROM visits v WHERE v.item IN (SELECT name FROM pages WHERE n = 3)",
+	} {
+		var got [2]string
+		for i, q := range []string{nested, flatQ} {
+			gov := &publicGov{fakeGov{budget: 100}}
+			rows, err := query(t, newPublicEngine(t, gov), "analyst", q)
+			if err != nil {
+				t.Errorf("%s: %v", q, err)
+				continue
+			}
+			got[i] = flat(rows)
+			if len(gov.charged) != 1 {
+				t.Errorf("%s: %d charges", q, len(gov.charged))
+			}
+		}
+		if got[0] != got[1] || got[0] == "" {
+			t.Errorf("%s: %q, flat %q", nested, got[0], got[1])
 		}
 	}
 }

@@ -99,7 +99,8 @@ type policy struct {
 	limits       sealed.Limits
 	lookupLimits lookup.Limits
 	indexes      *release.Indexes
-	logf         func(format string, args ...any) // WithLog
+	logf         func(format string, args ...any)                // WithLog
+	defaults     func(db, table string) *functions.TableDefaults // defaults.go
 }
 
 // WithLookupLimits bounds the public side of each public lookup of a
@@ -778,11 +779,15 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 	if err := functions.SessionHintsError(ctx); err != nil {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s", src.db, src.name, err)
 	}
+	ctx = p.withDefaults(ctx, src, keys) // the table's configured defaults (defaults.go)
 	ap, err := functions.SessionAggregateParams(ctx)
 	if err == nil {
 		var o dpagg.Options
 		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
 		setQuantileLevels(&o, aggs) // quantile.go
+		if err == nil {
+			err = p.columnBounds(ctx, src, aggs, &o)
+		}
 		for _, f := range adjust {
 			f(&o)
 		}
@@ -841,6 +846,10 @@ func sameExpr(a, b sql.Expression) bool {
 // compiles its sealed scan: the allow-list refuses, before anything is
 // charged, what a release may not evaluate.
 func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
+	ctx = p.withDefaults(ctx, src, keys) // the table's configured defaults (defaults.go)
+	if err := functions.CheckPrivacyUnit(ctx, src.db, src.name, src.unit); err != nil {
+		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
+	}
 	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd, indexes: p.indexes}
 	// The output columns keep the column ids of the expressions they
 	// replace, so that the nodes above find them (ProjectedExprs).
@@ -943,6 +952,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 			return nil, err
 		}
 	}
+	r.origins = originFacts(ctx, mode)
 	r.done = &releaseResult{}
 	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
 		if key := r.spec(); key != "" {

@@ -84,7 +84,7 @@ func newPolicyEngine(t *testing.T, gov *fakeGov) *sqle.Engine {
 	return buildPolicyEngine(t, gov, true)
 }
 
-func buildPolicyEngine(t *testing.T, gov release.Governor, rules bool) *sqle.Engine {
+func buildPolicyEngine(t *testing.T, gov release.Governor, rules bool, opts ...planner.PolicyOption) *sqle.Engine {
 	t.Helper()
 	b, err := storage.NewTableBuilder("visits", []storage.Column{
 		{Name: "user_id", Type: storage.BigInt},
@@ -123,7 +123,7 @@ func buildPolicyEngine(t *testing.T, gov release.Governor, rules bool) *sqle.Eng
 	rnd := func() *rand.Rand { seed++; return securerand.NewSeeded(seed) }
 	cfg := engine.Config{Provider: pro, Functions: functions.Config{Rand: rnd, Governor: gov}}
 	if rules {
-		cfg.Rules = planner.PolicyRules(gov, planner.WithRand(rnd))
+		cfg.Rules = planner.PolicyRules(gov, append([]planner.PolicyOption{planner.WithRand(rnd)}, opts...)...)
 	}
 	e, err := engine.New(cfg)
 	if err != nil {

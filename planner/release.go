@@ -19,6 +19,7 @@ import (
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
+	"github.com/dpsql/dpsql/sqlext/explain"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -73,6 +74,9 @@ type Release struct {
 	// labels name the output columns after the SELECT list they appear in
 	// (explain.go), or nil.
 	labels [][]outputLabel
+
+	// origins say where the options came from (defaults.go), for DP_EXPLAIN.
+	origins []explain.Fact
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)

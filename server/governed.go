@@ -234,6 +234,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	popts := []planner.PolicyOption{
 		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
 		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
+		planner.WithTableDefaults(tableDefaults(cfg)), // defaults.go
 	}
 	var indexes *release.Indexes
 	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {

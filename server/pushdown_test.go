@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/testdb"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -45,7 +46,7 @@ func eventsRows() string {
 // push-down release groups by (events_ic: by user, item, country;
 // events_c: by user, country, amount), so that seeded releases must be
 // identical.
-func pushdownDeployment(t *testing.T, db *testdb.Server, extra string) (*server.Governed, *dbsql.DB, *dbsql.DB, *syncLog) {
+func pushdownDeployment(t *testing.T, db *testdb.Server, extra string) (*server.Governed, *dbsql.DB, *dbsql.DB, *testserver.Log) {
 	t.Helper()
 	db.Exec(t, "CREATE TABLE events (user_id BIGINT, item VARCHAR(32), country VARCHAR(8), amount DECIMAL(10,2))",
 		"INSERT INTO events VALUES "+eventsRows())
@@ -91,7 +92,7 @@ datasets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncLog{}
+	log := &testserver.Log{}
 	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Listener: ln, Log: log, LedgerLockTimeout: 5 * time.Second,
 		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}})
 	if err != nil {

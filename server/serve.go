@@ -109,6 +109,7 @@ func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
 	guard := newStatementGuard(lim, cfg.Governed, nil)
 	guard.paths = newPathScrubber(cfg.ServerPaths)
 	ic.WithInterceptor(guard)
+	ic.WithInterceptor(bigQuerySyntax{}) // bigquery.go
 	gcfg := gms.Config{
 		Protocol:               "tcp",
 		Address:                cfg.Address,

@@ -21,6 +21,7 @@ type session struct {
 	mu    sync.Mutex
 	sizes map[string]int // bytes held per variable (lower-cased name)
 	total int
+	set   map[string]bool // session variables the client SET (explicit.go)
 }
 
 // SetUserVariable implements sql.Session: it refuses, with error 1041

@@ -289,6 +289,8 @@ type Dataset struct {
 	// pushdown (a database dataset whose rows stay in the database;
 	// pushdown.go).
 	Mode Mode `yaml:"mode" json:"mode,omitempty"`
+	// DP are the table's default DP options (defaults.go).
+	DP *TableDP `yaml:"dp" json:"-"`
 }
 
 // Protected reports whether the table is protected (has a privacy unit).
@@ -330,6 +332,8 @@ type Column struct {
 	// Position is the 1-based field number (tsv/csv); without a header it
 	// defaults to the column's place in the list.
 	Position int `yaml:"position"`
+	// DP are the column's default DP options (defaults.go).
+	DP *ColumnDP `yaml:"dp" json:"-"`
 }
 
 // Accounts lists the MySQL accounts.
@@ -508,7 +512,7 @@ func decodeError(name string, err error) error {
 var configTypes = map[string]reflect.Type{}
 
 func init() {
-	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Source{}, Column{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}, Reuse{}} {
+	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Source{}, Column{}, TableDP{}, ColumnDP{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}, Reuse{}} {
 		t := reflect.TypeOf(v)
 		configTypes[t.String()] = t
 	}
@@ -692,6 +696,7 @@ func (v *validator) validate(c *Config, dir string) {
 		}
 		tables[key] = i
 
+		v.validateDP(p, what, d) // defaults.go
 		if v.validateSource(d, p, what, resolve, protectedDB) {
 			continue
 		}

@@ -1,0 +1,116 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
+
+	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/sqlext/dpagg"
+	"github.com/dpsql/dpsql/sqlext/explain"
+)
+
+// WithTableDefaults gives releases the configured defaults of their
+// protected table (server/config's per-table and per-column dp options):
+// defaults(db, table) returns them, nil for none. Precedence, option by
+// option: the statement's SET_VAR hints (and BigQuery's OPTIONS), then
+// what the analyst SET in the session, then the column's configuration,
+// then the table's, then the server default, which for the contribution
+// bounds means chosen privately (functions.Origin*).
+func WithTableDefaults(defaults func(db, table string) *functions.TableDefaults) PolicyOption {
+	return func(p *policy) { p.defaults = defaults }
+}
+
+// tableDefaults returns the configured defaults of src's table (nil: none).
+func (p *policy) tableDefaults(src source) *functions.TableDefaults {
+	if p.defaults == nil {
+		return nil
+	}
+	return p.defaults(src.db, src.name)
+}
+
+// withDefaults returns ctx carrying the configured defaults of a release
+// over src with the given keys (once per release: a context that has them
+// keeps them).
+func (p *policy) withDefaults(ctx *sql.Context, src source, keys []sql.Expression) *sql.Context {
+	var cols []string
+	for _, k := range keys {
+		gf, ok := unalias(k).(*expression.GetField)
+		if !ok || src.join.owns(gf) {
+			cols = nil
+			break
+		}
+		cols = append(cols, gf.Name())
+	}
+	return functions.WithReleaseDefaults(ctx, p.tableDefaults(src), cols)
+}
+
+// columnBounds gives each bounded aggregate of exactly one configured
+// column, whose bounds neither the statement nor the session set, the
+// column's configured clamping bounds instead of bounds chosen
+// privately.
+func (p *policy) columnBounds(ctx *sql.Context, src source, aggs []aggregate, o *dpagg.Options) error {
+	d := p.tableDefaults(src)
+	origin := ""
+	for i, a := range aggs {
+		if i >= len(o.Aggregates) || !o.Aggregates[i].AutoBounds || a.value == nil {
+			continue
+		}
+		gf, ok := unalias(a.value).(*expression.GetField)
+		if !ok || src.join.owns(gf) {
+			continue
+		}
+		b, ok := functions.ColumnBounds(ctx, d, gf.Name())
+		if !ok {
+			continue
+		}
+		lo, hi, err := functions.ParseBounds(b)
+		if err != nil {
+			return err
+		}
+		o.Aggregates[i].AutoBounds, o.Aggregates[i].Lower, o.Aggregates[i].Upper = false, lo, hi
+		origin = functions.OriginColumn
+	}
+	if origin != "" {
+		functions.SetOrigin(ctx, functions.VarBounds, origin)
+	}
+	return nil
+}
+
+// originFacts are DP_EXPLAIN's rows on where the release's options came
+// from.
+func originFacts(ctx *sql.Context, mode releaseMode) []explain.Fact {
+	names := []string{functions.VarEpsilon, functions.VarDelta}
+	switch mode {
+	case aggregateRows:
+		names = append(names, functions.VarMaxGroups, functions.VarMaxRows, functions.VarBounds, functions.VarNoise)
+	case distinctRows:
+		names = append(names, functions.VarMechanism, functions.VarMaxItems)
+	default:
+		return nil
+	}
+	facts := functions.OriginFacts(ctx, names...)
+	for i, f := range facts {
+		if f.Value == functions.OriginServer && privatelyChosen(ctx, f.Name) {
+			facts[i].Value = "chosen privately from the data"
+		}
+	}
+	return facts
+}
+
+// privatelyChosen reports whether a contribution bound left at its server
+// default is chosen privately (0 or ”).
+func privatelyChosen(ctx *sql.Context, fact string) bool {
+	name := "dp_" + strings.TrimPrefix(fact, "source.")
+	switch name {
+	case functions.VarMaxGroups, functions.VarMaxRows, functions.VarMaxItems:
+		v, err := ctx.GetSessionVariable(ctx, name)
+		return err == nil && (v == int64(0) || v == 0)
+	case functions.VarBounds:
+		v, err := ctx.GetSessionVariable(ctx, name)
+		return err == nil && strings.TrimSpace(fmt.Sprint(v)) == ""
+	}
+	return false
+}
