@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 )
 
 // The BI deployment: search.searches(user_id, country, device, amount), a
@@ -37,7 +39,7 @@ func startBI(t *testing.T) (s *govServer, truth map[string]float64) {
 			truth[c]++
 		}
 	}
-	writeFile(t, filepath.Join(dir, "searches.csv"), b.String())
+	testmysql.WriteFile(t, filepath.Join(dir, "searches.csv"), b.String())
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
@@ -66,8 +68,8 @@ accounts:
       password_hash: '%s'
       budgets:
         - {database: search, epsilon: 1000, delta: 1e-2}
-`, hashOf(t, "mysql_native_password", adminPassword), hashOf(t, "mysql_native_password", analystPassword))
-	g := startConfig(t, dir, cfg)
+`, testserver.HashPassword(t, "mysql_native_password", adminPassword), testserver.HashPassword(t, "mysql_native_password", analystPassword))
+	g := testserver.GovernedYAML(t, dir, cfg)
 	host, port := splitAddr(t, g.Addr())
 	return &govServer{Governed: g, name: "bi", db: "search",
 		analyst:  clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "search"},

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 // newPublicKeysDeployment: shop.searches (protected, 300 users searching
@@ -24,14 +26,14 @@ func newPublicKeysDeployment(t *testing.T) *deployment {
 		}
 		fmt.Fprintf(&b, "%d\tZZ\t5\n", u) // no such public key: dropped
 	}
-	write(t, filepath.Join(d.dir, "searches.tsv"), b.String())
-	write(t, filepath.Join(d.dir, "countries.csv"), "code,name\nUS,United States\nFR,France\nDE,Germany\nJP,Japan\n")
+	testmysql.WriteFile(t, filepath.Join(d.dir, "searches.tsv"), b.String())
+	testmysql.WriteFile(t, filepath.Join(d.dir, "countries.csv"), "code,name\nUS,United States\nFR,France\nDE,Germany\nJP,Japan\n")
 	b.Reset()
 	b.WriteString("code\n")
 	for i := range 100_001 {
 		fmt.Fprintf(&b, "c%d\n", i)
 	}
-	write(t, filepath.Join(d.dir, "cities.csv"), b.String())
+	testmysql.WriteFile(t, filepath.Join(d.dir, "cities.csv"), b.String())
 	raw, err := os.ReadFile(d.cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func newPublicKeysDeployment(t *testing.T) *deployment {
     public: true
 accounts:
 `, 1)
-	write(t, d.cfgPath, cfg)
+	testmysql.WriteFile(t, d.cfgPath, cfg)
 	return d
 }
 
@@ -119,7 +121,7 @@ func TestPublicKeysOverTheWire(t *testing.T) {
 	}
 	before := budget(t, alice)[0]
 	_, err = alice.QueryContext(ctx, "SELECT c.code, COUNT(*) FROM cities c LEFT JOIN searches s ON s.country = c.code GROUP BY c.code")
-	wantCode(t, "100,001 public keys", err, 1104)
+	testmysql.WantErrNo(t, "100,001 public keys", err, 1104)
 	if err == nil || !strings.Contains(err.Error(), "filter the public table in WHERE") {
 		t.Errorf("too many keys: %v", err)
 	}

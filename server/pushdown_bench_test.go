@@ -22,6 +22,8 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/testdb"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -186,7 +188,7 @@ func benchRun(t *testing.T, dir, name, table, source, mode string, memLimit int6
 		limits = "limits: {max_execution_time: 1h}\n"
 	}
 	cfgPath := filepath.Join(dir, name+".yaml")
-	write(t, cfgPath, fmt.Sprintf(`listen: 127.0.0.1:0
+	testmysql.WriteFile(t, cfgPath, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: %s
 accounting: {method: basic}
 defaults: {epsilon: 1, delta: 1e-6}
@@ -204,7 +206,7 @@ accounts:
       password_hash: '%s'
       budgets:
         - {database: shop, epsilon: 1000, delta: 1e-4}
-`, filepath.Join(dir, name+"-data"), limits, table, source, mode, hashOf(t, adminPass), hashOf(t, alicePass)))
+`, filepath.Join(dir, name+"-data"), limits, table, source, mode, testserver.HashPassword(t, config.NativePassword, adminPass), testserver.HashPassword(t, config.NativePassword, alicePass)))
 	qs := make([]string, len(queries))
 	for i, q := range queries {
 		qs[i] = fmt.Sprintf(q, table)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/testdb"
+	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
@@ -57,7 +58,7 @@ func pushdownDeployment(t *testing.T, db *testdb.Server, extra string) (*server.
 	dir := t.TempDir()
 	t.Setenv("DPSQL_TEST_PUSH_DSN", db.DSN)
 	cfgPath := filepath.Join(dir, "dpsql.yaml")
-	write(t, cfgPath, fmt.Sprintf(`listen: 127.0.0.1:0
+	testmysql.WriteFile(t, cfgPath, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 accounting: {method: basic}
 defaults: {epsilon: 4, delta: 1e-6, max_items: 3}
@@ -83,7 +84,7 @@ datasets:
       password_hash: '%[6]s'
       budgets:
         - {database: shop, epsilon: 1000, delta: 1e-4}
-`, db.Driver, bin("item"), bin("country"), extra, hashOf(t, adminPass), hashOf(t, alicePass)))
+`, db.Driver, bin("item"), bin("country"), extra, testserver.HashPassword(t, config.NativePassword, adminPass), testserver.HashPassword(t, config.NativePassword, alicePass)))
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -106,15 +107,6 @@ datasets:
 	alice := dep.connect(t, s.Addr(), "alice", alicePass, false)
 	alice.SetMaxOpenConns(1)
 	return s, admin, alice, log
-}
-
-func hashOf(t *testing.T, pw string) string {
-	t.Helper()
-	h, err := config.HashPassword(config.NativePassword, pw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
 }
 
 // rowsOf runs q and returns its rows as text, or its error.

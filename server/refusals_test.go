@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 // TestRefusalsSayWhatToDo: over the wire (go driver), each refusal of
@@ -32,7 +34,7 @@ func TestRefusalsSayWhatToDo(t *testing.T) {
 	before := budget(t, bob)[0].Releases
 	for _, c := range cases {
 		_, err := bob.QueryContext(ctx, c.q)
-		wantCode(t, c.q, err, c.code)
+		testmysql.WantErrNo(t, c.q, err, c.code)
 		if err == nil || strings.Contains(err.Error(), "%!") {
 			t.Errorf("%s: %v", c.q, err)
 			continue
