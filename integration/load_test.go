@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,32 @@ import (
 // or 5m); without it the test runs loadDefaultDuration under CI and
 // loadLocalDuration on a developer machine.
 const EnvLoadDuration = "DPSQL_LOAD_DURATION"
+
+// EnvLoadProfile names a file where TestLoad writes a CPU profile of the
+// load phase (the server runs in the test's process): for profiling a warm
+// release under load.
+const EnvLoadProfile = "DPSQL_LOAD_CPUPROFILE"
+
+// startLoadProfile starts the CPU profile of EnvLoadProfile, if set, and
+// returns its stop.
+func startLoadProfile(t *testing.T) func() {
+	path := os.Getenv(EnvLoadProfile)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
 
 // EnvLoadIndex set to 0 runs TestLoad without release indexes
 // (limits.release_index_bytes = -1), for a before/after comparison.
@@ -210,6 +237,7 @@ func TestLoad(t *testing.T) {
 	leaked := 0
 	deadline := time.Now().Add(duration)
 	start := time.Now()
+	stopProfile := startLoadProfile(t)
 	var hostile *hostileLoad
 	if loadHostileOn() {
 		hostile = startHostileLoad(t, s, deadline)
@@ -269,6 +297,7 @@ func TestLoad(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	stopProfile()
 	if hostile != nil {
 		hostile.wait(t, s)
 	}

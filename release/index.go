@@ -806,20 +806,12 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 	if err != nil {
 		return nil, err
 	}
-	b, err := setunion.NewBuilder(setunion.Defaults())
-	if err != nil {
-		return nil, err
-	}
+	// The rows are grouped by a rowGrouper (indexbuild.go): the pairs,
+	// counts and first rows a setunion.Builder and a map of first rows
+	// would give, without a map per pair.
 	var (
-		item    []byte
-		nullOcc int64
-		nnSeen  []bool
-		nnOrder []uint32
-		// The builder numbers items in order of first row; so does
-		// itemID, to key each pair's first row (pairFirst).
-		itemID    = map[string]uint32{}
-		pairFirst = map[uint64]uint32{}
-		rows      uint32
+		grp  rowGrouper
+		item []byte
 	)
 	err = scan.Run(ctx, func(row *Row) {
 		v, ok := row.Key(0)
@@ -831,65 +823,25 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 			text, _ = row.KeyText(0)
 		}
 		item = keyItem(item[:0], v, text)
-		u, _ := b.UserID(row.Unit())
-		for int(u) >= len(nnSeen) {
-			nnSeen = append(nnSeen, false)
-		}
-		if v == nil {
-			nullOcc++
-		} else if !nnSeen[u] {
-			nnSeen[u] = true
-			nnOrder = append(nnOrder, u)
-		}
-		id, seen := itemID[string(item)]
-		if !seen {
-			id = uint32(len(itemID))
-			itemID[string(item)] = id
-		}
-		if _, seen := pairFirst[uint64(u)<<32|uint64(id)]; !seen {
-			pairFirst[uint64(u)<<32|uint64(id)] = rows
-		}
-		if rows++; rows == math.MaxUint32 {
-			panic("more rows than an index holds")
-		}
-		b.AddID(u, item)
+		grp.add(row.Unit(), item, v == nil)
 	})
+	if err == nil {
+		err = grp.err
+	}
 	if err != nil {
 		return nil, err
 	}
-	g := b.Grouped()
-	x := &Index{users: g.Users, items: g.Items, occ: g.Occurrences, null: -1, nullOcc: nullOcc}
-	if nullOcc > 0 {
+	occ := int64(len(grp.us))
+	x := &Index{occ: occ, null: -1, nullOcc: grp.nullOcc}
+	nnOrder := grp.nnOrder
+	x.users, x.items, x.offs, x.ents, x.first = grp.group()
+	if x.nullOcc > 0 {
 		x.nnOrder = nnOrder
-		for i, it := range g.Items {
+		for i, it := range x.items {
 			if it == "\x00" {
 				x.null = i
 			}
 		}
-	}
-	n := 0
-	for _, l := range g.Lists {
-		n += len(l)
-	}
-	if n >= math.MaxUint32 {
-		return nil, fmt.Errorf("%d pairs: more than an index holds", n)
-	}
-	for i, it := range g.Items {
-		if itemID[it] != uint32(i) {
-			return nil, fmt.Errorf("internal error: item numbering differs from the builder's")
-		}
-	}
-	itemID = nil
-	x.offs = make([]uint32, len(g.Lists)+1)
-	x.ents = make([]uint64, 0, n)
-	x.first = make([]uint32, 0, n)
-	for u, l := range g.Lists {
-		x.ents = append(x.ents, l...)
-		for _, e := range l {
-			x.first = append(x.first, pairFirst[uint64(u)<<32|e>>32])
-		}
-		g.Lists[u] = nil // let the builder's lists go as we copy
-		x.offs[u+1] = uint32(len(x.ents))
 	}
 	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.first))*4 + int64(len(x.nnOrder))*4
 	for _, s := range x.users {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // Grouped is a release's input already grouped by user and key, as a
@@ -108,6 +111,22 @@ func (p *Pipeline) AddGrouped(g Grouped) error {
 	for _, l := range g.Lists {
 		total += len(l)
 	}
+	if s == 1 {
+		// Counts only: an entry is its one word, g's own (read, never
+		// written: the lists are clean, and Add appends to a copy of a
+		// full slice).
+		for u, l := range g.Lists {
+			for _, e := range l {
+				if e>>32 >= uint64(len(g.Keys)) {
+					return fmt.Errorf("dpagg: key %d of %d", e>>32, len(g.Keys))
+				}
+				p.rows += int64(e & 0xffffffff)
+			}
+			p.lists[u] = l[:len(l):len(l)]
+			p.clean[u] = int32(len(l))
+		}
+		return nil
+	}
 	words := make([]uint64, total*s) // one allocation for every list
 	for u, l := range g.Lists {
 		out := words[: len(l)*s : len(l)*s]
@@ -129,4 +148,59 @@ func (p *Pipeline) AddGrouped(g Grouped) error {
 		p.clean[u] = int32(len(l))
 	}
 	return nil
+}
+
+// keptPairs collects the (user, key) pairs Pipeline.bound keeps, in the
+// order it emits them (users in order, each user's keys together), as the
+// setunion.Grouped that a Builder given them one by one (UserID, AddID)
+// holds after Group: users and items in order of first emission, each
+// user's entries by ascending item with count 1 (bound emits a pair at
+// most once). setunion.NewGroupedBuilder then releases exactly as that
+// builder would, for the same random source.
+type keptPairs struct {
+	p     *Pipeline
+	newID []uint32 // per key, 1 + its item id (0: not emitted yet)
+	g     setunion.Grouped
+	all   []uint64 // every user's entries, one after the other
+	start int      // where the current user's entries start in all
+	cur   uint32
+}
+
+func newKeptPairs(p *Pipeline) *keptPairs {
+	return &keptPairs{p: p, newID: make([]uint32, len(p.keyNames)), all: make([]uint64, 0, p.pairs), cur: noUser}
+}
+
+// emit records the pair (u, k).
+func (kp *keptPairs) emit(u, k uint32) {
+	if u != kp.cur {
+		kp.flush()
+		kp.cur = u
+		kp.g.Users = append(kp.g.Users, kp.p.userNames[u])
+	}
+	id := kp.newID[k]
+	if id == 0 {
+		kp.g.Items = append(kp.g.Items, kp.p.keyNames[k])
+		id = uint32(len(kp.g.Items))
+		kp.newID[k] = id
+	}
+	kp.all = append(kp.all, setunion.GroupedEntry(id-1, 1))
+	kp.g.Occurrences++
+}
+
+// flush ends the current user's entries.
+func (kp *keptPairs) flush() {
+	if kp.cur == noUser {
+		return
+	}
+	l := kp.all[kp.start:len(kp.all):len(kp.all)]
+	slices.Sort(l)
+	kp.g.Lists = append(kp.g.Lists, l)
+	kp.start = len(kp.all)
+}
+
+// grouped returns the pairs emitted.
+func (kp *keptPairs) grouped() setunion.Grouped {
+	kp.flush()
+	kp.cur = noUser
+	return kp.g
 }

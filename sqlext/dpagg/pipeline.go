@@ -439,25 +439,22 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	if p.plan.PublicKeys {
 		return p.releasePublic(ctx, rng) // publickeys.go
 	}
-	b, err := setunion.NewBuilder(p.plan.setunionOpts)
-	if err != nil {
-		return nil, err
-	}
 	d0 := p.plan.MaxGroupsContributed
-	cur, bu := noUser, uint32(0) // the builder's id of the current user
 	if p.plan.AggregateGroups > 0 {
 		p.tieSeed = rng.Uint64()
 	}
+	// The kept pairs go to the selection's builder already grouped
+	// (keptPairs, grouped.go): the state AddID would build, without
+	// interning every pair's key again.
+	kept := newKeptPairs(p)
 	tot := p.bound(
 		func(_ uint32, idx []int32) []int32 { return securerand.SampleInPlace(rng, idx, d0) },
-		func(u, k uint32) {
-			if u != cur {
-				cur = u
-				bu, _ = b.UserID([]byte(p.userNames[u]))
-			}
-			b.AddID(bu, p.keyBytes[k])
-		},
+		kept.emit,
 	)
+	b, err := setunion.NewGroupedBuilder(p.plan.setunionOpts, kept.grouped())
+	if err != nil {
+		return nil, err
+	}
 	p.tot = tot
 	sel, err := b.ReleaseContext(ctx, rng)
 	if err != nil {

@@ -1,0 +1,153 @@
+package release
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+// rowGrouper groups an index's rows without a map per pair: it interns
+// units and items in order of first row (as setunion.Builder numbers them),
+// keeps per row its (unit, item) ids, and groups them at the end by a
+// counting sort on the unit and a sort of each unit's (item, row) words on
+// all cores (group). A pair's first row is then the first of its run, and
+// its count the run's length: the state a Builder reaches from the same
+// pairs, with the first rows that filtered and groups need.
+type rowGrouper struct {
+	users, items setunion.Interner
+	us, is       []uint32 // per recorded row, its unit's and its item's ids
+	last         []byte   // the last row's unit, and its id
+	lastID       uint32
+	lastOK       bool
+	nullOcc      int64
+	nnSeen       []bool
+	nnOrder      []uint32 // units in order of their first non-NULL value
+	err          error
+}
+
+var errTooManyRows = errors.New("more rows than an index holds")
+
+// add records one row: its unit's text, its item, and whether its value is
+// NULL.
+func (g *rowGrouper) add(unit, item []byte, null bool) {
+	if len(g.us) >= math.MaxUint32-1 {
+		g.err = errTooManyRows
+		return
+	}
+	// A user's rows are mostly stored together: comparing with the last
+	// unit costs less than interning it again.
+	if !g.lastOK || !bytes.Equal(unit, g.last) {
+		g.lastID, _ = g.users.ID(unit)
+		g.last, g.lastOK = append(g.last[:0], unit...), true
+	}
+	u := g.lastID
+	if int(u) >= len(g.nnSeen) {
+		g.nnSeen = append(g.nnSeen, false)
+	}
+	if null {
+		g.nullOcc++
+	} else if !g.nnSeen[u] {
+		g.nnSeen[u] = true
+		g.nnOrder = append(g.nnOrder, u)
+	}
+	i, _ := g.items.ID(item)
+	g.us = append(g.us, u)
+	g.is = append(g.is, i)
+}
+
+// group returns the units and items in order of first row, and per unit
+// u its pairs ents[offs[u]:offs[u+1]] (setunion.GroupedEntry(item, rows),
+// ascending item) with each pair's first row in first.
+func (g *rowGrouper) group() (users, items []string, offs []uint32, ents []uint64, first []uint32) {
+	nu := g.users.Len()
+	users, items = g.users.Strings(), g.items.Strings()
+	// Counting sort of the rows by unit, each unit's rows in row order.
+	start := make([]uint32, nu+1)
+	for _, u := range g.us {
+		start[u+1]++
+	}
+	for u := range nu {
+		start[u+1] += start[u]
+	}
+	words := make([]uint64, len(g.us))
+	pos := slices.Clone(start[:nu])
+	for r, u := range g.us {
+		words[pos[u]] = uint64(g.is[r])<<32 | uint64(r)
+		pos[u]++
+	}
+	g.us, g.is, pos = nil, nil, nil
+	// Sort each unit's words by (item, row) and count its pairs, on all
+	// cores; then lay the pairs out.
+	pairs := make([]uint32, nu)
+	parallelUnits(start, func(u int) {
+		w := words[start[u]:start[u+1]]
+		slices.Sort(w)
+		n := uint32(0)
+		for j := range w {
+			if j == 0 || w[j]>>32 != w[j-1]>>32 {
+				n++
+			}
+		}
+		pairs[u] = n
+	})
+	offs = make([]uint32, nu+1)
+	for u := range nu {
+		offs[u+1] = offs[u] + pairs[u]
+	}
+	ents = make([]uint64, offs[nu])
+	first = make([]uint32, offs[nu])
+	parallelUnits(start, func(u int) {
+		w := words[start[u]:start[u+1]]
+		k := int(offs[u]) - 1
+		for j := range w {
+			if j == 0 || w[j]>>32 != w[j-1]>>32 {
+				k++
+				ents[k] = w[j] >> 32 << 32
+				first[k] = uint32(w[j])
+			}
+			if ents[k]&0xffffffff < 0xffffffff {
+				ents[k]++
+			}
+		}
+	})
+	return users, items, offs, ents, first
+}
+
+// parallelUnits calls f for every unit, splitting the units into
+// contiguous ranges of about equal rows (start[u]:start[u+1] are unit u's
+// rows) over the machine's cores.
+func parallelUnits(start []uint32, f func(u int)) {
+	nu := len(start) - 1
+	workers := min(runtime.GOMAXPROCS(0), max(nu, 1))
+	total := int(start[nu])
+	if workers <= 1 || total < 1<<16 {
+		for u := range nu {
+			f(u)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	lo := 0
+	for w := range workers {
+		hi := nu
+		if w < workers-1 {
+			target := uint32(total / workers * (w + 1))
+			hi, _ = slices.BinarySearch(start[:nu+1], target)
+			hi = max(hi, lo)
+		}
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			for u := lo; u < hi; u++ {
+				f(u)
+			}
+		}(lo, hi)
+		lo = hi
+	}
+	wg.Wait()
+}
