@@ -92,7 +92,10 @@ func TestPushdownBench(t *testing.T) {
 		mem.Start, push.Start, mem.HWMKiB>>10, push.HWMKiB>>10)
 
 	// 20M rows (rows·4.6 in a trial): the words four times, plus more of
-	// them again.
+	// them again: the same (user, word) pairs, in the same order of first
+	// occurrence, so that the push-down DISTINCT under a 256 MiB limit must
+	// release what the in-memory DISTINCT over words released (the default
+	// mechanism reads no multiplicity).
 	start = time.Now()
 	total := 20_000_000
 	if rows*5 < total {
@@ -102,16 +105,11 @@ func TestPushdownBench(t *testing.T) {
 		"INSERT INTO big SELECT * FROM big", "INSERT INTO big SELECT * FROM big",
 		fmt.Sprintf("INSERT INTO big SELECT * FROM words LIMIT %d", total-4*rows))
 	t.Logf("big: %d rows made in %.1fs", total, time.Since(start).Seconds())
-	big := queries[:2]
-	bigPush := benchRun(t, dir, "bigpush", "big", "table: big", "mode: pushdown", 256<<20, big)
-	bigMem := benchRun(t, dir, "bigmem", "big", fmt.Sprintf("query: '%s'", fmt.Sprintf(ordered, "big")), "", 8<<30, big)
-	for i := range big {
-		p, m := bigPush.Queries[i], bigMem.Queries[i]
-		t.Logf("big: %-45s push-down (256 MiB limit) %6.2fs, in memory (8 GiB limit) %6.2fs, %d rows, same output: %v",
-			p.Query, p.Seconds, m.Seconds, p.Rows, m.Digest == p.Digest && m.Err == "" && p.Err == "")
-	}
-	t.Logf("big: start: push-down %.1fs, in memory %.1fs; peak RSS: push-down %d MiB, in memory %d MiB",
-		bigPush.Start, bigMem.Start, bigPush.HWMKiB>>10, bigMem.HWMKiB>>10)
+	bigPush := benchRun(t, dir, "bigpush", "big", "table: big", "mode: pushdown", 256<<20, queries[:1])
+	p, m := bigPush.Queries[0], mem.Queries[0]
+	t.Logf("big: %s push-down (256 MiB limit) %.2fs, %d rows, same output as in memory over words (%d rows, ample memory): %v",
+		p.Query, p.Seconds, p.Rows, rows, m.Digest == p.Digest && m.Err == "" && p.Err == "")
+	t.Logf("big: peak RSS of the push-down server: %d MiB (limits.max_memory_bytes 256 MiB)", bigPush.HWMKiB>>10)
 	if out, err := os.ReadFile("/proc/loadavg"); err == nil {
 		t.Logf("load average at the end: %s", strings.TrimSpace(string(out)))
 	}

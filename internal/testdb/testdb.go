@@ -200,7 +200,11 @@ func MariaDB(t testing.TB) *Server {
 	logPath := filepath.Join(dir, "mariadbd.log")
 	s.run(t, exec.Command(mariadbd, "--no-defaults", "--datadir="+data, "--user=root", "--socket="+sock,
 		"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1", "--skip-name-resolve", "--pid-file="+filepath.Join(dir, "mariadbd.pid"),
-		"--innodb-buffer-pool-size=32M", "--skip-log-bin", "--innodb-flush-log-at-trx-commit=0"), logPath, syscall.SIGTERM)
+		"--innodb-buffer-pool-size=32M", "--skip-log-bin", "--innodb-flush-log-at-trx-commit=0",
+		// Its own temporary directory: servers of other sandboxes sharing
+		// /tmp (their own PID namespaces) name temporary tables alike
+		// (#sql-temptable-PID-…) and delete each other's.
+		"--tmpdir="+dir), logPath, syscall.SIGTERM)
 	root, err := dbsql.Open("mysql", "root@unix("+sock+")/")
 	if err != nil {
 		t.Fatal(err)
