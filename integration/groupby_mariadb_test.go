@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpsql/dpsql/internal/testdb"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 	"github.com/dpsql/dpsql/sqlext/tokenize"
@@ -72,8 +73,8 @@ accounts:
       password_hash: '%s'
       budgets:
         - {database: bench, epsilon: 1000000000, delta: 0.5}
-`, data, hashOf(b, config.NativePassword, adminPassword), hashOf(b, config.NativePassword, analystPassword))
-	g := startConfig(b, dir, cfg)
+`, data, testserver.HashPassword(b, config.NativePassword, adminPassword), testserver.HashPassword(b, config.NativePassword, analystPassword))
+	g := testserver.GovernedYAML(b, dir, cfg)
 	select {
 	case <-g.IndexesPrebuilt():
 	case <-time.After(10 * time.Minute):
