@@ -3,7 +3,6 @@ package dpagg
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -48,7 +47,7 @@ func TestAddRowsIsRepeatedAdd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Rows) == 0 || !reflect.DeepEqual(a.Rows, b.Rows) {
+	if len(a.Rows) == 0 || fmt.Sprint(a.Rows) != fmt.Sprint(b.Rows) { // NaN intervals: DeepEqual would never match
 		t.Fatalf("AddRows released %v, repeated Add %v", b.Rows, a.Rows)
 	}
 }
