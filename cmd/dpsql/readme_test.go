@@ -44,6 +44,7 @@ var docFiles = []struct {
 	{"docs/gms.md", 0},
 	{"docs/sources.md", 0},              // needs a database source: server/sources_test.go runs against real servers
 	{"docs/deployment-hardening.md", 0}, // configuration excerpts
+	{"docs/accuracy.md", 1},             // DP_INTERVAL_LOW/HIGH over the demo
 }
 
 // TestDocs runs the examples of README.md and of every docs/*.md against

@@ -49,7 +49,7 @@ var accKinds = []struct {
 	}},
 }
 
-const accSeeds = 2
+const accSeeds = 2 // 1 for the corpus (DPSQL_ACCURACY=python)
 
 func accSum(v []float64) float64 {
 	var s float64
@@ -102,14 +102,17 @@ func searchesTable() *accTable {
 	return t
 }
 
-// pythonTable is git_python_ecosystem's tokens grouped by word, the value
-// being the token's length.
+// pythonTable is git_python_ecosystem's tokens grouped by word; the value
+// of a row is the length of the token before it in its user's stream (a
+// word's own length would make AVG exact and STDDEV 0).
 func pythonTable(tb testing.TB) *accTable {
 	tt := loadTokens(tb)
-	t := &accTable{name: "git_python_ecosystem (GROUP BY word, value = LENGTH(word))", users: tt.users, keys: tt.words,
-		groups: []int{16, 64}, rowsPer: []int{4, 16}, bounds: []float64{16}}
+	t := &accTable{name: "git_python_ecosystem (GROUP BY word, value = length of the previous token)", users: tt.users, keys: tt.words,
+		groups: []int{64}, rowsPer: []int{4, 16}, bounds: []float64{16}}
+	prev := make([]int, len(tt.users))
 	for _, r := range tt.rows {
-		t.rows = append(t.rows, accRow{u: r[0], k: r[1], v: float64(len(tt.words[r[1]]))})
+		t.rows = append(t.rows, accRow{u: r[0], k: r[1], v: float64(prev[r[0]])})
+		prev[r[0]] = len(tt.words[r[1]])
 	}
 	return t
 }
@@ -241,6 +244,9 @@ func TestAccuracyTable(t *testing.T) {
 		t.Skip("set DPSQL_ACCURACY=1 to compute the accuracy table (minutes)")
 	}
 	tables := []func() *accTable{searchesTable, func() *accTable { return pythonTable(t) }}
+	if os.Getenv("DPSQL_ACCURACY") == "python" { // the corpus only
+		tables = tables[1:]
+	}
 	var lines []string
 	lines = append(lines, "| dataset | aggregate | bounds | median rel. error | p90 rel. error | keys released | Google partition selection at its best Δ0 (expected keys) | bounds used |",
 		"|---|---|---|---|---|---|---|---|")
@@ -264,7 +270,11 @@ func TestAccuracyTable(t *testing.T) {
 			}
 			o := Defaults()
 			o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
-			def := tab.run(t, o, ki, top, truth, accSeeds)
+			seeds := accSeeds
+			if len(tab.rows) > 1_000_000 {
+				seeds = 1
+			}
+			def := tab.run(t, o, ki, top, truth, seeds)
 			// Hand-set grid, one seed each; the best median is re-run.
 			var best Options
 			bestMed := math.Inf(1)
@@ -278,13 +288,13 @@ func TestAccuracyTable(t *testing.T) {
 						o := Defaults()
 						o.MaxGroupsContributed, o.MaxRowsPerGroup = d0, m
 						o.Aggregates = []Aggregate{{Lower: 0, Upper: max(u, 1)}}
-						if r := tab.run(t, o, ki, top, truth, 1); r.med < bestMed {
+						if r := tab.run(t, o, ki, top, truth, 1); !(r.med >= bestMed) {
 							bestMed, best = r.med, o
 						}
 					}
 				}
 			}
-			hand := tab.run(t, best, ki, top, truth, accSeeds)
+			hand := tab.run(t, best, ki, top, truth, seeds)
 			for _, c := range []struct {
 				label string
 				r     accOutcome
