@@ -210,3 +210,64 @@ func cell(paths []string) string {
 	}
 	return "`" + strings.Join(paths, "`, `") + "`"
 }
+
+// testedImports is what go list says of one package with its tests.
+type testedImports struct {
+	ImportPath                         string
+	Imports, TestImports, XTestImports []string
+}
+
+// TestTestImports: with their test files too, no package of the root
+// module imports its parent, and neither the tests of release and planner
+// nor anything they import pulls in package server (they build their
+// engines with package engine and fake governors; what needs the server is
+// tested in server or integration), so that those packages are tested as
+// the layers they are.
+func TestTestImports(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := goList(t, root, "list", "-json", "./...")
+	dec := json.NewDecoder(bytes.NewReader(out))
+	n := 0
+	for {
+		var p testedImports
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		parent := filepath.Dir(p.ImportPath)
+		for what, imps := range map[string][]string{"imports": p.Imports, "test files import": p.TestImports, "external test files import": p.XTestImports} {
+			if parent != modulePath && slices.Contains(imps, parent) {
+				t.Errorf("%s: %s its parent %s", p.ImportPath, what, parent)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("go list listed only %d packages", n)
+	}
+	server := modulePath + "/server"
+	for _, pkg := range []string{"release", "planner"} {
+		deps := strings.Fields(string(goList(t, root, "list", "-test", "-deps", "./"+pkg)))
+		if slices.Contains(deps, server) {
+			t.Errorf("the tests of %s import %s (go list -test -deps ./%s): build the engine with package engine instead", pkg, server, pkg)
+		}
+	}
+}
+
+// goList runs go with args in dir and returns its standard output.
+func goList(t *testing.T, dir string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}

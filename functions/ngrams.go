@@ -16,6 +16,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/explain"
@@ -31,10 +32,6 @@ const NgramsName = "dp_ngrams"
 // NgramsFunction is the name DP_NGRAMS reports in errors and in the ledger
 // (Release.Function).
 const NgramsFunction = "DP_NGRAMS"
-
-// erTableAccessDenied is ER_TABLEACCESS_DENIED_ERROR (SQLSTATE 42000), the
-// error MySQL returns for a command on a table the account may not use.
-const erTableAccessDenied = 1142
 
 // NgramsTableFunction returns DP_NGRAMS for registration on a
 // sql.TableFunctionProvider (server.NewEngine does this).
@@ -407,7 +404,7 @@ func (n *NGrams) checkSelect(ctx *sql.Context, db, table string) error {
 	}
 	if probe.denied {
 		client := ctx.Session.Client()
-		return mysql.NewSQLError(erTableAccessDenied, mysql.SSClientError,
+		return mysql.NewSQLError(mysqlerr.TableAccessDenied, mysql.SSClientError,
 			"SELECT command denied to user '%s'@'%s' for table '%s': DP_NGRAMS reads only tables the account may SELECT from", client.User, client.Address, table)
 	}
 	return nil
@@ -591,7 +588,7 @@ func (n *NGrams) govern(ctx *sql.Context, call *ngramsCall) (release.Request, bo
 	}
 	if !strings.EqualFold(unquoteIdent(call.unitArg), col) {
 		client := ctx.Session.Client()
-		return release.Request{}, false, mysql.NewSQLError(erTableAccessDenied, mysql.SSClientError,
+		return release.Request{}, false, mysql.NewSQLError(mysqlerr.TableAccessDenied, mysql.SSClientError,
 			"DP_NGRAMS command denied to user '%s'@'%s' for table '%s': the privacy unit of the protected table %s.%s is the column '%s'; pass '%s' as the privacy_unit_column argument",
 			client.User, client.Address, call.table, call.db, call.table, col, col)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/explain"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -22,11 +23,8 @@ import (
 // go-mysql-server looks functions up).
 const SetUnionName = "dp_set_union"
 
-// MySQL error numbers used by the DP functions besides those vitess names.
-const (
-	// ErWrongParamCount is ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT (SQLSTATE 42000).
-	ErWrongParamCount = 1582
-)
+// ErWrongParamCount is ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT (SQLSTATE 42000).
+const ErWrongParamCount = mysqlerr.WrongParamCountToNativeFct
 
 // Config configures the DP functions of one engine.
 type Config struct {

@@ -7,11 +7,13 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
 	"github.com/dolthub/go-mysql-server/sql/types"
+
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 )
 
 // ERWarnAllowedPacketOverflowed is MySQL's warning 1301: a string function's
 // result would be longer than max_allowed_packet, so it is NULL.
-const ERWarnAllowedPacketOverflowed = 1301
+const ERWarnAllowedPacketOverflowed = mysqlerr.WarnAllowedPacketOverflowed
 
 // preSizes are the functions whose result can be much larger than their
 // arguments (REPEAT, SPACE, LPAD, RPAD, REPLACE, CONCAT): Guarded computes the size

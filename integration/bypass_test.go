@@ -3,19 +3,14 @@ package integration
 import (
 	"context"
 	dbsql "database/sql"
-	"errors"
 	"fmt"
-	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
-	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -61,17 +56,9 @@ func startBypassServer(t *testing.T) *bypassServer {
 		fmt.Fprintf(&b, "%d\tuser%d@mail.example\t/private/canary-%d\t%d\n", id, u, u, u%5)
 	}
 	file := filepath.Join(dir, "people.tsv")
-	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "pages.tsv"), []byte("/common/1\thome\n/common/2\tabout\n"), 0o600)
-	hash := func(pw string) string {
-		h, err := config.HashPassword(config.NativePassword, pw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.String()
-	}
+	testmysql.WriteFile(t, file, b.String())
+	testmysql.WriteFile(t, filepath.Join(dir, "pages.tsv"), "/common/1\thome\n/common/2\tabout\n")
+	hash := func(pw string) string { return testserver.HashPassword(t, config.NativePassword, pw) }
 	cfgText := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 defaults: {epsilon: 1, delta: 1e-6, max_items: 10}
@@ -106,45 +93,13 @@ views:
   - {database: vault, name: common_pages, query: "SELECT DISTINCT page FROM people WHERE page LIKE '/common/%%'"}
   - {database: vault, name: everyone, query: "SELECT * FROM people"}
 `, bypassAdmin, hash(bypassAdminPw), bypassAnalyst, hash(bypassAnalystP))
-	cfgPath := filepath.Join(dir, "dpsql.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve()
-	t.Cleanup(func() { s.Shutdown(5 * time.Second) })
+	s := testserver.GovernedYAML(t, dir, cfgText)
 	return &bypassServer{addr: s.Addr(), dataDir: filepath.Join(dir, "data"), file: file}
 }
 
 func (s *bypassServer) conn(t *testing.T, user, pw string) *dbsql.Conn {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, pw, "tcp", s.addr, "vault"
-	cfg.Timeout = 5 * time.Second
-	cfg.InterpolateParams = false
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dbsql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testmysql.Session(t, testmysql.Login{Addr: s.addr, User: user, Password: pw, DB: "vault"})
 }
 
 // readAll runs q and returns every cell as text.
@@ -175,14 +130,6 @@ func readAll(ctx context.Context, c *dbsql.Conn, q string, args ...any) ([][]str
 		out = append(out, row)
 	}
 	return out, rows.Err()
-}
-
-func code(err error) uint16 {
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
 }
 
 // outcome of an attempt: refused with one of the codes, or answered
@@ -247,7 +194,11 @@ func TestBypass(t *testing.T) {
 		{"scalar subquery", "SELECT (SELECT COUNT(*) FROM people) AS n", noisyCount},
 		{"derived raw", "SELECT * FROM (SELECT * FROM people) d", refused1142},
 		{"derived limit then distinct", "SELECT DISTINCT page FROM (SELECT * FROM people LIMIT 5) d", refused1142},
-		{"cte raw", "WITH c AS (SELECT email FROM people) SELECT DISTINCT email FROM c", refused1142},
+		{"cte of columns, merged", "WITH c AS (SELECT email FROM people) SELECT DISTINCT email FROM c", private}, // planner/nested.go
+		{"derived window per user", "SELECT s.page, COUNT(*) FROM (SELECT page, ROW_NUMBER() OVER (PARTITION BY user_id) AS r FROM people) s WHERE s.r = 1 GROUP BY s.page", refused1142},
+		{"derived limit then count", "SELECT s.page, COUNT(*) FROM (SELECT page FROM people LIMIT 5) s GROUP BY s.page", refused1142},
+		{"derived union all doubles rows", "SELECT s.page, COUNT(*) FROM (SELECT page FROM people UNION ALL SELECT page FROM people) s GROUP BY s.page", refused1142},
+		{"derived self join", "SELECT s.page, COUNT(*) FROM (SELECT a.page FROM people a JOIN people b ON a.user_id = b.user_id) s GROUP BY s.page", refused1142},
 		{"recursive cte", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < (SELECT COUNT(*) FROM people)) SELECT MAX(n) FROM r", noisyCount},
 		{"union raw", "SELECT email FROM people UNION SELECT title FROM pages", refused1142},
 		{"window row_number", "SELECT page, ROW_NUMBER() OVER (PARTITION BY page) FROM people", refused1142},
@@ -270,7 +221,7 @@ func TestBypass(t *testing.T) {
 		{"create private view", "CREATE VIEW v2 AS SELECT DISTINCT page FROM people", refused1142},
 		{"drop view", "DROP VIEW common_pages", refusedAny},
 		{"raw view", "SELECT * FROM everyone", refused1142},
-		{"distinct over raw view", "SELECT DISTINCT email FROM everyone", refused1142},
+		{"distinct over raw view, merged", "SELECT DISTINCT email FROM everyone", private}, // a view of SELECT * is a derived table (planner/nested.go)
 		{"count over private view", "SELECT COUNT(*) FROM common_pages", private},
 		{"into outfile", "SELECT DISTINCT page FROM people INTO OUTFILE '/tmp/dpsql-bypass.txt'", refusedAny},
 		{"load_file data", "SELECT LOAD_FILE('" + s.file + "')", refusedAny},
@@ -318,13 +269,13 @@ func TestBypass(t *testing.T) {
 			rows, err := readAll(ctx, eve, a.q)
 			switch a.want {
 			case refused1142:
-				if code(err) != 1142 {
+				if testmysql.ErrNo(err) != 1142 {
 					t.Errorf("%s: got %v (rows %q), want error 1142", a.q, err, rows)
 				}
 			case refusedAny:
 				if err == nil {
 					t.Errorf("%s: answered %q, want a refusal", a.q, rows)
-				} else if code(err) == 0 {
+				} else if testmysql.ErrNo(err) == 0 {
 					t.Errorf("%s: %v is not a MySQL error", a.q, err)
 				}
 			case private, noisyCount:
@@ -351,7 +302,7 @@ func TestBypass(t *testing.T) {
 	}
 	t.Run("server-side prepared raw read", func(t *testing.T) {
 		_, err := readAll(ctx, eve, "SELECT email FROM people WHERE user_id = ?", 7000001)
-		if code(err) != 1142 {
+		if testmysql.ErrNo(err) != 1142 {
 			t.Errorf("prepared raw read: %v, want 1142", err)
 		}
 		rows, err := readAll(ctx, eve, "SELECT DISTINCT page FROM people WHERE grp >= ?", 0)
@@ -385,7 +336,7 @@ func TestBypass(t *testing.T) {
 			"SELECT * FROM pages_view",
 			"SELECT DISTINCT p.page FROM people p JOIN pages_view v ON v.path = p.page",
 		} {
-			if _, err := readAll(ctx, eve, q); code(err) != 1142 {
+			if _, err := readAll(ctx, eve, q); testmysql.ErrNo(err) != 1142 {
 				t.Errorf("%s: %v, want 1142", q, err)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -29,9 +31,9 @@ func TestReuseAcrossClients(t *testing.T) {
 			fmt.Fprintf(&b, "u%03d\titem%d\t2024-01-%02d\n", u, (u+k)%10, 1+(u+k)%9)
 		}
 	}
-	writeFile(t, data, b.String())
-	h := func(pw string) string { return hashOf(t, config.NativePassword, pw) }
-	srv := startConfig(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
+	testmysql.WriteFile(t, data, b.String())
+	h := func(pw string) string { return testserver.HashPassword(t, config.NativePassword, pw) }
+	srv := testserver.GovernedYAML(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
   - database: shop

@@ -30,7 +30,7 @@ func TestExplainOverTheWire(t *testing.T) {
 		clients.Query("SET dp_epsilon = 0.5"),
 		clients.Query("SELECT release_no, parameter, value FROM DP_EXPLAIN('SELECT DISTINCT word FROM words') ORDER BY release_no DESC"),
 		clients.Query("SELECT parameter, value FROM DP_EXPLAIN('SELECT /*+ SET_VAR(dp_epsilon = 500) */ DISTINCT word FROM words') WHERE release_no = 0"),
-		clients.Query("SELECT parameter, value FROM DP_EXPLAIN('SELECT word, COUNT(*) FROM words GROUP BY word') WHERE parameter LIKE 'aggregate_1.%'"),
+		clients.Query("SELECT parameter, value FROM DP_EXPLAIN('SELECT word, COUNT(*) FROM words GROUP BY word') WHERE parameter LIKE 'aggregate_2.%'"),
 		clients.Query("SELECT * FROM DP_EXPLAIN('SELECT * FROM words')"),
 	}
 	runners := []struct {
@@ -74,7 +74,7 @@ func TestExplainOverTheWire(t *testing.T) {
 			for _, row := range res[3].Cells() {
 				aggs[row[0]] = row[1]
 			}
-			if aggs["aggregate_1.kind"] != "count" || aggs["aggregate_1.ci95_half_width"] == "" {
+			if aggs["aggregate_2.kind"] != "count" || aggs["aggregate_2.column"] != "COUNT(*)" || aggs["aggregate_2.ci95_half_width"] == "" { // named after its SELECT position
 				t.Errorf("aggregate rows %v (error %v)", aggs, res[3].Error)
 			}
 			if res[4].Error == nil || res[4].Error.Code != 1142 {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testserver"
 )
 
 // Expression indexes under released values (issue 14 follow-up). The
@@ -23,7 +25,7 @@ import (
 // startIsolationWork starts the isolation deployment with a small
 // release_row_work, so that the victim's rows (the longest secret) come
 // near it and the others do not.
-func startIsolationWork(t *testing.T, withVictim bool, log *lockedBuffer) string {
+func startIsolationWork(t *testing.T, withVictim bool, log *testserver.Log) string {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "people.tsv")
@@ -42,11 +44,11 @@ const (
 )
 
 func TestIsolationExprIndexReleased(t *testing.T) {
-	var logWithout, logWith lockedBuffer
+	var logWithout, logWith testserver.Log
 	deployments := []struct {
 		name string
 		addr string
-		log  *lockedBuffer
+		log  *testserver.Log
 	}{
 		{"without", startIsolationWork(t, false, &logWithout), &logWithout},
 		{"with", startIsolationWork(t, true, &logWith), &logWith},

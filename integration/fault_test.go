@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	dbsql "database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -24,6 +23,8 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/ledger"
@@ -375,9 +376,9 @@ accounts:
       password_hash: '%s'
       budgets:
         - {database: big, epsilon: 100, delta: 1e-3}
-`, bigTable(t), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword))
+`, bigTable(t), testserver.HashPassword(t, config.NativePassword, adminPassword), testserver.HashPassword(t, config.NativePassword, analystPassword))
 	start := time.Now()
-	s := startConfig(t, dir, cfg, server.GovernedOptions{ConnReadTimeout: readTimeout})
+	s := testserver.GovernedYAML(t, dir, cfg, server.GovernedOptions{ConnReadTimeout: readTimeout})
 	t.Logf("loaded %d rows in %v", bigRows, time.Since(start).Round(time.Millisecond))
 	host, port := splitAddr(t, s.Addr())
 	return &govServer{Governed: s, name: "big", db: "big", dataDir: filepath.Join(dir, "data"),
@@ -573,7 +574,7 @@ func TestFault5MRows(t *testing.T) {
 			}
 			d := time.Since(start).Round(time.Millisecond)
 			db.Close()
-			if err != nil && mysqlErrCode(err) == 0 {
+			if err != nil && testmysql.ErrNo(err) == 0 {
 				t.Errorf("%s: not a MySQL error after %v: %v", q, d, err)
 			} else {
 				t.Logf("%s with a 1s server read timeout: %d rows, %v after %v", q, len(res.Rows), err, d)
@@ -596,14 +597,4 @@ func openGoConfig(t *testing.T, cfg *gomysql.Config) *dbsql.DB {
 	db := dbsql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-// mysqlErrCode returns the MySQL error number of err (0 if it is no MySQL
-// error).
-func mysqlErrCode(err error) int {
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		return int(me.Number)
-	}
-	return 0
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 // Connection floods on loopback against the resource suite's server
@@ -136,7 +137,7 @@ func TestConnectionFlood(t *testing.T) {
 			}
 		}
 		_, err := holdConn(t, s.mallory)
-		if code := mysqlErrCode(err); code != 1203 || !strings.Contains(err.Error(), "limits.max_connections_per_account") {
+		if code := testmysql.ErrNo(err); code != 1203 || !strings.Contains(err.Error(), "limits.max_connections_per_account") {
 			t.Errorf("mallory's connection %d: want error 1203 naming limits.max_connections_per_account, got %v", lim.MaxConnsPerAccount+1, err)
 		} else {
 			t.Logf("mallory's connection %d: %v", lim.MaxConnsPerAccount+1, err)
@@ -151,7 +152,7 @@ func TestConnectionFlood(t *testing.T) {
 			}
 		}
 		_, err = holdConn(t, s.filler(4))
-		if code := mysqlErrCode(err); code != 1040 || !strings.Contains(err.Error(), "limits.admin_connections") {
+		if code := testmysql.ErrNo(err); code != 1040 || !strings.Contains(err.Error(), "limits.admin_connections") {
 			t.Errorf("an analyst's connection %d: want error 1040 naming limits.admin_connections, got %v", filled+1, err)
 		} else {
 			t.Logf("an analyst's connection %d: %v", filled+1, err)
@@ -162,7 +163,7 @@ func TestConnectionFlood(t *testing.T) {
 			}
 		}
 		_, err = holdConn(t, s.admin)
-		if code := mysqlErrCode(err); code != 1040 || !strings.Contains(err.Error(), "limits.max_connections") {
+		if code := testmysql.ErrNo(err); code != 1040 || !strings.Contains(err.Error(), "limits.max_connections") {
 			t.Errorf("connection %d: want error 1040 naming limits.max_connections, got %v", lim.MaxConnections+1, err)
 		} else {
 			t.Logf("connection %d (an administrator): %v", lim.MaxConnections+1, err)

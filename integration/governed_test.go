@@ -2,15 +2,8 @@ package integration
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	dbsql "database/sql"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +15,8 @@ import (
 
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/ledger"
@@ -76,11 +71,21 @@ type extraAnalyst struct {
 // data directory; extra analysts (native passwords) get budgets on demo.
 func startDemo(t testing.TB, extra ...extraAnalyst) *govServer {
 	t.Helper()
+	return startDemoLimits(t, nil, extra...)
+}
+
+// startDemoLimits is startDemo with the configuration's limits changed by
+// set (nil: none changed).
+func startDemoLimits(t testing.TB, set func(*config.Limits), extra ...extraAnalyst) *govServer {
+	t.Helper()
 	dataDir := t.TempDir()
 	opts, cred, err := server.Demo(server.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
 		AnalystPassword: analystPassword, AdminPassword: adminPassword})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if set != nil {
+		set(&opts.Config.Limits)
 	}
 	for _, a := range extra {
 		h, err := config.HashPassword(config.NativePassword, a.password)
@@ -92,7 +97,7 @@ func startDemo(t testing.TB, extra ...extraAnalyst) *govServer {
 			Budgets: []config.Budget{{Database: "demo", Epsilon: a.epsilon, Delta: a.delta}},
 		})
 	}
-	s := serveGoverned(t, opts)
+	s := testserver.Governed(t, opts)
 	host, port := splitAddr(t, s.Addr())
 	return &govServer{Governed: s, name: "demo", db: "demo", dataDir: dataDir,
 		analyst:  clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"},
@@ -123,7 +128,7 @@ func startRails(t testing.TB, extra ...extraAnalyst) *govServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := serveGoverned(t, server.GovernedOptions{Config: c})
+	s := testserver.Governed(t, server.GovernedOptions{Config: c})
 	host, port := splitAddr(t, s.Addr())
 	return railsServer(s, dir, host, port)
 }
@@ -145,14 +150,12 @@ func railsServer(s *server.Governed, dir, host string, port int) *govServer {
 func writeRailsConfig(t testing.TB, dir string, extra ...extraAnalyst) string {
 	t.Helper()
 	corpus := testenv.DataFile(t, "git_rails.tsv.gz")
-	certPEM, keyPEM := selfSignedPEM(t)
-	writeFile(t, filepath.Join(dir, "server.crt"), certPEM)
-	writeFile(t, filepath.Join(dir, "server.key"), keyPEM)
-	writeFile(t, filepath.Join(dir, "notes.csv"), railsNotes)
+	testmysql.SelfSigned(t).WriteFiles(t, filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key"))
+	testmysql.WriteFile(t, filepath.Join(dir, "notes.csv"), railsNotes)
 	var extraYAML strings.Builder
 	for _, a := range extra {
 		fmt.Fprintf(&extraYAML, "    - user: %s\n      password_hash: '%s'\n      budgets:\n        - {database: rails, epsilon: %g, delta: %g}\n",
-			a.user, hashOf(t, config.NativePassword, a.password), a.epsilon, a.delta)
+			a.user, testserver.HashPassword(t, config.NativePassword, a.password), a.epsilon, a.delta)
 	}
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 tls: {cert: server.crt, key: server.key, require: true}
@@ -189,47 +192,10 @@ accounts:
       password_hash: '%s'
       budgets:
         - {database: rails, epsilon: 100, delta: 1e-3}
-%s`, corpus, hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.CachingSha2Password, analystPassword), extraYAML.String())
+%s`, corpus, testserver.HashPassword(t, config.NativePassword, adminPassword), testserver.HashPassword(t, config.CachingSha2Password, analystPassword), extraYAML.String())
 	path := filepath.Join(dir, "dpsql.yaml")
-	writeFile(t, path, cfg)
+	testmysql.WriteFile(t, path, cfg)
 	return path
-}
-
-// startConfig writes cfg as dir/dpsql.yaml, loads it and serves it (with
-// the options of opts, if given, besides the configuration).
-func startConfig(t testing.TB, dir, cfg string, opts ...server.GovernedOptions) *server.Governed {
-	t.Helper()
-	path := filepath.Join(dir, "dpsql.yaml")
-	writeFile(t, path, cfg)
-	c, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o server.GovernedOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	o.Config = c
-	return serveGoverned(t, o)
-}
-
-// serveGoverned starts opts on a random loopback port until the test ends.
-func serveGoverned(t testing.TB, opts server.GovernedOptions) *server.Governed {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Listener = ln
-	opts.LedgerLockTimeout = time.Second
-	s, err := server.NewGoverned(opts)
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	go s.Serve()
-	t.Cleanup(func() { s.Shutdown(2 * time.Second) })
-	return s
 }
 
 func splitAddr(t testing.TB, addr string) (string, int) {
@@ -239,22 +205,6 @@ func splitAddr(t testing.TB, addr string) (string, int) {
 		t.Fatal(err)
 	}
 	return a.IP.String(), a.Port
-}
-
-func hashOf(t testing.TB, plugin, password string) string {
-	t.Helper()
-	h, err := config.HashPassword(plugin, password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // appendFile appends content to the file at path.
@@ -306,38 +256,6 @@ func alive(t testing.TB, target clients.Target) {
 	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("the server no longer answers SELECT 1 on a new connection: %v", err)
 	}
-}
-
-// selfSignedPEM returns a self-signed certificate for 127.0.0.1 and its
-// key, in PEM.
-func selfSignedPEM(t testing.TB) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 }
 
 func TestMain(m *testing.M) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/integration/replay"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -118,7 +119,7 @@ func startHostile(t *testing.T) (*govServer, *leakCheck) {
     privacy_unit: user_id
 `, ht.name, path)
 	}
-	srv := startConfig(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
+	srv := testserver.GovernedYAML(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
 %slimits:
@@ -131,7 +132,7 @@ accounts:
       password_hash: '%s'
       budgets:
         - {database: hostile, epsilon: 10000, delta: 0.1}
-`, datasets.String(), hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword)))
+`, datasets.String(), testserver.HashPassword(t, config.NativePassword, adminPassword), testserver.HashPassword(t, config.NativePassword, analystPassword)))
 	host, port := splitAddr(t, srv.Addr())
 	s := &govServer{Governed: srv, name: "hostile", db: "hostile", dataDir: filepath.Join(dir, "data"),
 		analyst: clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "hostile"},

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	dbsql "database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,13 +11,12 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -61,7 +59,7 @@ func writeIsolationTable(t testing.TB, path string, withVictim bool) {
 			b.WriteString(strings.Join(r, "\t") + "\n")
 		}
 	}
-	writeFile(t, path, b.String())
+	testmysql.WriteFile(t, path, b.String())
 }
 
 // startIsolation starts one deployment (the victim in it or not), with
@@ -91,7 +89,7 @@ func isolationConfig(t testing.TB, dir, data, limits string, more ...[2]string) 
 	var analysts strings.Builder
 	for _, a := range append([][2]string{{"analyst", analystPassword}}, more...) {
 		fmt.Fprintf(&analysts, "    - user: %s\n      password_hash: '%s'\n      budgets:\n        - {database: iso, epsilon: 100000, delta: 0.5}\n",
-			a[0], hashOf(t, config.NativePassword, a[1]))
+			a[0], testserver.HashPassword(t, config.NativePassword, a[1]))
 	}
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
@@ -120,7 +118,7 @@ limits:
   admins:
     - {user: admin, password_hash: '%s'}
   analysts:
-%s`, data, filepath.Join(dir, "lookup.tsv"), limits, hashOf(t, config.NativePassword, adminPassword), analysts.String())
+%s`, data, filepath.Join(dir, "lookup.tsv"), limits, testserver.HashPassword(t, config.NativePassword, adminPassword), analysts.String())
 }
 
 // startIsolationLimits is startIsolationAt with more lines of the
@@ -128,34 +126,18 @@ limits:
 func startIsolationLimits(t testing.TB, dir, data, limits string, log ...io.Writer) *server.Governed {
 	t.Helper()
 	cfg := isolationConfig(t, dir, data, limits)
-	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
+	testmysql.WriteFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
 	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
 	if len(log) > 0 {
 		o.Log = log[0]
 	}
-	return startConfig(t, dir, cfg, o)
+	return testserver.GovernedYAML(t, dir, cfg, o)
 }
 
 // isoConn opens one analyst connection (server-side prepared statements).
 func isoConn(t testing.TB, addr string) *dbsql.Conn {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "analyst", analystPassword, "tcp", addr, "iso"
-	cfg.Timeout = 10 * time.Second
-	cfg.ReadTimeout = 60 * time.Second
-	cfg.InterpolateParams = false
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dbsql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testmysql.Session(t, testmysql.Login{Addr: addr, User: "analyst", Password: analystPassword, DB: "iso", Timeout: 10 * time.Second, ReadTimeout: 60 * time.Second})
 }
 
 // observation is everything a client sees of one attack.
@@ -199,15 +181,15 @@ func observe(t *testing.T, addr string, a attack) observation {
 		if last {
 			o.Rows = rows
 			if err != nil {
-				o.Err = errText(err)
+				o.Err = testmysql.ErrText(err)
 			}
 		} else if err != nil {
-			o.PrepareErr += fmt.Sprintf("[%d] %s; ", i, errText(err))
+			o.PrepareErr += fmt.Sprintf("[%d] %s; ", i, testmysql.ErrText(err))
 		}
 	}
 	var err error
 	if o.Warnings, err = readAll(ctx, conn, "SHOW WARNINGS"); err != nil {
-		o.Warnings = [][]string{{"error: " + errText(err)}}
+		o.Warnings = [][]string{{"error: " + testmysql.ErrText(err)}}
 	}
 	for _, w := range o.Warnings {
 		for j := range w {
@@ -221,22 +203,14 @@ func observe(t *testing.T, addr string, a attack) observation {
 	}
 	o.State, err = readAll(ctx, conn, "SELECT LAST_INSERT_ID(), FOUND_ROWS(), ROW_COUNT(), @x, @y, @@session.sql_mode")
 	if err != nil {
-		o.StateErr = errText(err)
+		o.StateErr = testmysql.ErrText(err)
 	}
 	var one int
 	o.Alive = conn.QueryRowContext(ctx, "SELECT 1").Scan(&one) == nil && one == 1
 	if o.Budget, err = readAll(ctx, conn, "SELECT database_name, spent_epsilon, spent_delta, releases FROM DP_BUDGET()"); err != nil {
-		o.BudgetErr = errText(err)
+		o.BudgetErr = testmysql.ErrText(err)
 	}
 	return o
-}
-
-func errText(err error) string {
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		return fmt.Sprintf("%d: %s", me.Number, me.Message)
-	}
-	return err.Error()
 }
 
 // isolationAttacks are the attacks of TestIsolation, by leak class. The
@@ -371,13 +345,13 @@ func isolationAttacks() []attack {
 // TestIsolation runs every attack on both deployments and requires the
 // same observation, no victim value anywhere, and a live connection.
 func TestIsolation(t *testing.T) {
-	var logWithout, logWith lockedBuffer
+	var logWithout, logWith testserver.Log
 	without := startIsolation(t, false, &logWithout)
 	with := startIsolation(t, true, &logWith)
 	// The index/ attacks must take the release index's path: both
 	// deployments build the index of people.note.
 	defer func() {
-		for name, l := range map[string]*lockedBuffer{"without": &logWithout, "with": &logWith} {
+		for name, l := range map[string]*testserver.Log{"without": &logWithout, "with": &logWith} {
 			if !strings.Contains(l.String(), "release index iso.people(note by user_id)") {
 				t.Errorf("deployment %s victim: no release index was built for people.note (its log:\n%s)", name, l.String())
 			}
@@ -409,24 +383,6 @@ func TestIsolation(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a log that goroutines may write while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // compareObservations reports every observable that differs.

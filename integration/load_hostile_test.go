@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/integration/clients"
-	"github.com/dpsql/dpsql/server"
-	"github.com/dpsql/dpsql/server/config"
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 // The hostile analyst of TestLoad: one more analyst in the mix, sending
@@ -83,36 +82,6 @@ var loadHeavyAttacks = []loadAttack{
 	{"nested TO_BASE64 release", "SELECT DISTINCT " + nested("TO_BASE64", 30, "body") + " AS b FROM posts", anyOf(released(), timedOut())},
 	{"cross join", "SELECT COUNT(*) FROM information_schema.columns a, information_schema.columns b, information_schema.columns c", timedOut()},
 	{"slow release", loadSlowRelease, anyOf(released(), timedOut())},
-}
-
-// startDemoLimits is startDemo with the configuration's limits changed by
-// set.
-func startDemoLimits(t testing.TB, set func(*config.Limits), extra ...extraAnalyst) *govServer {
-	t.Helper()
-	dataDir := t.TempDir()
-	opts, cred, err := server.Demo(server.DemoOptions{Listen: "127.0.0.1:0", DataDir: dataDir,
-		AnalystPassword: analystPassword, AdminPassword: adminPassword})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set(&opts.Config.Limits)
-	for _, a := range extra {
-		h, err := config.HashPassword(config.NativePassword, a.password)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Config.Accounts.Analysts = append(opts.Config.Accounts.Analysts, config.Analyst{
-			User: a.user, Host: "localhost", PasswordHash: h.String(), Password: h,
-			Budgets: []config.Budget{{Database: "demo", Epsilon: a.epsilon, Delta: a.delta}},
-		})
-	}
-	s := serveGoverned(t, opts)
-	host, port := splitAddr(t, s.Addr())
-	return &govServer{Governed: s, name: "demo", db: "demo", dataDir: dataDir,
-		analyst:  clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"},
-		admin:    clients.Target{Host: host, Port: port, User: cred.AdminUser, Password: cred.AdminPassword, Database: "demo"},
-		protects: []string{"demo.posts", "demo.words"},
-	}
 }
 
 // loadHostileOn reports whether TestLoad runs with the hostile analyst.
@@ -199,7 +168,7 @@ func (h *hostileLoad) loop(db *dbsql.DB, deadline time.Time, attacks []loadAttac
 			a := attacks[k]
 			o := attackOnce(c, a.sql, loadExecutionTime+time.Minute)
 			h.record(a.name, o, a.want(o))
-			if o.err != nil && mysqlErrCode(o.err) == 0 {
+			if o.err != nil && testmysql.ErrNo(o.err) == 0 {
 				c.Close()
 				c = nil
 			}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	dprelease "github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -35,7 +35,7 @@ const analyst2Password = "analyst-pw-2"
 // the victim's key work plus a unit filter's work is over it, each alone
 // under it) and two analysts, analyst and analyst2; more is added to its
 // limits section. It returns once the server's own index builds ended.
-func startPaths(t testing.TB, users int, withVictim bool, more string, log *lockedBuffer) *server.Governed {
+func startPaths(t testing.TB, users int, withVictim bool, more string, log *testserver.Log) *server.Governed {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "people.tsv")
@@ -51,14 +51,14 @@ func startPaths(t testing.TB, users int, withVictim bool, more string, log *lock
 			b.WriteString(strings.Join(r, "\t") + "\n")
 		}
 	}
-	writeFile(t, data, b.String())
-	writeFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
+	testmysql.WriteFile(t, data, b.String())
+	testmysql.WriteFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
 	cfg := isolationConfig(t, dir, data, "  release_row_work: 25000\n"+more, [2]string{"analyst2", analyst2Password})
 	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
 	if log != nil {
 		o.Log = log
 	}
-	g := startConfig(t, dir, cfg, o)
+	g := testserver.GovernedYAML(t, dir, cfg, o)
 	select {
 	case <-g.IndexesPrebuilt():
 	case <-time.After(2 * time.Minute):
@@ -70,22 +70,7 @@ func startPaths(t testing.TB, users int, withVictim bool, more string, log *lock
 // analystConn opens a connection of user (analyst or analyst2).
 func analystConn(t testing.TB, addr, user, password string) *dbsql.Conn {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", addr, "iso"
-	cfg.Timeout = 10 * time.Second
-	cfg.ReadTimeout = 2 * time.Minute
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dbsql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testmysql.Session(t, testmysql.Login{Addr: addr, User: user, Password: password, DB: "iso", Timeout: 10 * time.Second, ReadTimeout: 2 * time.Minute})
 }
 
 // The statements of the path attacks. The key's work is ~250 bytes per
@@ -132,6 +117,13 @@ func pathAttacks() []pathAttack {
 		at("expr/ssn_probe_no_filter", dprelease.Paths{ExprIndex: 1}, "SELECT DISTINCT "+pathProbe+" AS k FROM people"),
 		at("expr/set_union_unit_filter", dprelease.Paths{ExprIndex: 1}, "SELECT DP_SET_UNION("+pathKey+", user_id) FROM people WHERE "+pathFilter),
 		at("expr/integer_key", dprelease.Paths{ExprIndex: 1}, "SELECT DISTINCT LENGTH(secret) DIV 8 AS k FROM people WHERE "+pathFilter),
+		// GROUP BY with aggregates of the key alone: the column's index
+		// (release/groupindex.go), whatever the victim's rows; an
+		// aggregate of another column scans.
+		at("group/column", dprelease.Paths{Group: 1}, "SELECT note, COUNT(*), COUNT(DISTINCT user_id) FROM people GROUP BY note"),
+		at("group/unit_filter_victim_costly", dprelease.Paths{Group: 1}, "SELECT note, COUNT(*), AVG(LENGTH(note)) FROM people WHERE "+victimCostly+" GROUP BY note"),
+		at("group/key_work", dprelease.Paths{Group: 1}, "SELECT note, SUM(LENGTH(LPAD(note, 20000, 'x'))) FROM people WHERE "+pathFilter+" GROUP BY note"),
+		at("group/other_column_scans", dprelease.Paths{Scan: 1}, "SELECT note, SUM(LENGTH(secret)) FROM people GROUP BY note"),
 		at("ngrams/corpus", dprelease.Paths{Corpus: 1}, "SELECT * FROM DP_NGRAMS('iso.people', 'secret', 'user_id', 'epsilon=0.001')"),
 		at("ngrams/note_corpus", dprelease.Paths{Corpus: 1}, "SELECT * FROM DP_NGRAMS('iso.people', 'note', 'user_id', 'epsilon=0.001')"),
 		// Reuse: the second statement is answered from the first's
@@ -149,14 +141,14 @@ func pathAttacks() []pathAttack {
 }
 
 func subPaths(a, b dprelease.Paths) dprelease.Paths {
-	return dprelease.Paths{Index: a.Index - b.Index, ExprIndex: a.ExprIndex - b.ExprIndex, Corpus: a.Corpus - b.Corpus, Scan: a.Scan - b.Scan}
+	return dprelease.Paths{Index: a.Index - b.Index, ExprIndex: a.ExprIndex - b.ExprIndex, Corpus: a.Corpus - b.Corpus, Group: a.Group - b.Group, Scan: a.Scan - b.Scan}
 }
 
 // TestPathsIsolation: every cached path, attacked with and without the
 // victim: the same observations and the same path, and the path expected
 // (the index is read, not both deployments scanning).
 func TestPathsIsolation(t *testing.T) {
-	var logs [2]lockedBuffer
+	var logs [2]testserver.Log
 	deps := [2]*server.Governed{startPaths(t, 200, false, "", &logs[0]), startPaths(t, 200, true, "", &logs[1])}
 	for _, pa := range pathAttacks() {
 		t.Run(pa.a.name, func(t *testing.T) {
@@ -207,7 +199,7 @@ func TestPathsCrossAnalyst(t *testing.T) {
 	}
 	var res [2]result
 	for i, aFirst := range []bool{false, true} {
-		var log lockedBuffer
+		var log testserver.Log
 		g := startPaths(t, 200, true, "", &log)
 		if aFirst {
 			run(t, g.Addr(), "analyst", analystPassword)

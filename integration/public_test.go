@@ -11,6 +11,8 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/server/storage"
@@ -112,13 +114,13 @@ func startGlossaryDemo(t *testing.T, limits func(*config.Limits)) *glossaryDemo 
 		t.Fatalf("demo words: top %s (%d users), %s (%d), rare %q", top1, counts[top1], top2, counts[top2], rare)
 	}
 	glossary := filepath.Join(t.TempDir(), "glossary.csv")
-	writeFile(t, glossary, fmt.Sprintf("term,meaning\n%s,the commonest word\n%s,the runner-up\n%s,one person's pet word\n", top1, top2, rare))
+	testmysql.WriteFile(t, glossary, fmt.Sprintf("term,meaning\n%s,the commonest word\n%s,the runner-up\n%s,one person's pet word\n", top1, top2, rare))
 	opts.Config.Datasets = append(opts.Config.Datasets, config.Dataset{Database: "ref", Table: "glossary", File: glossary, Header: true,
 		Columns: []config.Column{{Name: "term", Type: "VARCHAR(64)"}, {Name: "meaning", Type: "TEXT"}}, Public: true})
 	if limits != nil {
 		limits(&opts.Config.Limits)
 	}
-	s := serveGoverned(t, opts)
+	s := testserver.Governed(t, opts)
 	host, port := splitAddr(t, s.Addr())
 	return &glossaryDemo{Governed: s, user: cred.AnalystUser, top1: top1, top2: top2, rare: rare,
 		analyst: clients.Target{Host: host, Port: port, User: cred.AnalystUser, Password: cred.AnalystPassword, Database: "demo"}}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/integration/replay"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -97,8 +99,8 @@ func TestReplay(t *testing.T) {
 func replayPublicValues(t *testing.T, qs []replay.Query) []string {
 	t.Helper()
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "t.csv"), "c\nx\n")
-	srv := startConfig(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
+	testmysql.WriteFile(t, filepath.Join(dir, "t.csv"), "c\nx\n")
+	srv := testserver.GovernedYAML(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
   - {database: bare, table: t, file: t.csv, header: true, columns: [{name: c, type: TEXT}], public: true}
@@ -106,7 +108,7 @@ accounts:
   admins: [{user: admin, password_hash: '%s'}]
   analysts:
     - {user: analyst, password_hash: '%s'}
-`, hashOf(t, config.NativePassword, adminPassword), hashOf(t, config.NativePassword, analystPassword)))
+`, testserver.HashPassword(t, config.NativePassword, adminPassword), testserver.HashPassword(t, config.NativePassword, analystPassword)))
 	host, port := splitAddr(t, srv.Addr())
 	r := replay.Runner{KeepRows: -1, Target: clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "bare"},
 		Vars: map[string]string{"db": "bare", "table": "t", "column": "c", "user": "analyst"}}

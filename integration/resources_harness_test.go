@@ -17,6 +17,8 @@ import (
 
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -309,7 +311,7 @@ func startResServer(t testing.TB, lim resLimits) *resServer {
 	var fillers strings.Builder
 	for i := range 5 {
 		fmt.Fprintf(&fillers, "    - user: filler%d\n      password_hash: '%s'\n      budgets:\n        - {database: hx, epsilon: 1, delta: 1e-6}\n",
-			i, hashOf(t, config.NativePassword, fmt.Sprintf("filler-pw-%d", i)))
+			i, testserver.HashPassword(t, config.NativePassword, fmt.Sprintf("filler-pw-%d", i)))
 	}
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
@@ -342,12 +344,12 @@ accounts:
       budgets:
         - {database: hx, epsilon: 1000000, delta: 0.5, max_release: {epsilon: 10, delta: 1e-3}}
 %s%s`, filepath.Join(data, "events.tsv"), filepath.Join(data, "pub.tsv"),
-		hashOf(t, config.NativePassword, adminPassword),
-		hashOf(t, config.NativePassword, malloryPassword),
-		hashOf(t, config.NativePassword, alicePassword),
+		testserver.HashPassword(t, config.NativePassword, adminPassword),
+		testserver.HashPassword(t, config.NativePassword, malloryPassword),
+		testserver.HashPassword(t, config.NativePassword, alicePassword),
 		fillers.String(), lim.yaml())
 	cfgPath := filepath.Join(dir, "dpsql.yaml")
-	writeFile(t, cfgPath, cfg)
+	testmysql.WriteFile(t, cfgPath, cfg)
 
 	argv, err := memoryCapCommand([]string{os.Args[0], "-test.run=^$"})
 	if err != nil {

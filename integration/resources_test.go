@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 // The hostile-analyst suite of issue 11: every resource attack an analyst
@@ -142,7 +143,7 @@ func refused(code int, setting string) check {
 		if o.err == nil {
 			return fmt.Errorf("want error %d naming %s, got %s", code, setting, o)
 		}
-		if got := mysqlErrCode(o.err); got != code || !strings.Contains(o.err.Error(), setting) {
+		if got := testmysql.ErrNo(o.err); int(got) != code || !strings.Contains(o.err.Error(), setting) {
 			return fmt.Errorf("want error %d naming %s, got %s", code, setting, o)
 		}
 		return nil
@@ -288,7 +289,7 @@ var resourceAttacks = []resourceAttack{
 	{name: "InList200kShort", sql: func() string { return "SELECT 1 IN (" + repeated("1", ",", 200_000) + ")" }, want: refused(1153, "limits.max_in_list"), bound: resRefuseBound},
 	{name: "InList10001", sql: func() string { return "SELECT 1 IN (" + inList(10_001) + ")" }, want: refused(1153, "limits.max_in_list"), bound: resRefuseBound,
 		symptom: func(o attackOutcome) string {
-			if mysqlErrCode(o.err) == 1105 && strings.Contains(o.err.Error(), "limits.max_in_list") && strings.Contains(o.err.Error(), "(errno 1153)") {
+			if testmysql.ErrNo(o.err) == 1105 && strings.Contains(o.err.Error(), "limits.max_in_list") && strings.Contains(o.err.Error(), "(errno 1153)") {
 				return "the max_in_list refusal reaches the client as error 1105 (\"… (errno 1153) (sqlstate 08S01)\"), not 1153: server.Limits.InListCheck runs inside " +
 					"planner.GuardParser, and go-mysql-server's planbuilder (sql/planbuilder/parse.go:79) wraps every parser error in ErrSyntaxError"
 			}
@@ -354,7 +355,7 @@ var resourceAttacks = []resourceAttack{
 	{name: "SIPS1000Rounds", sql: lit("SELECT DP_SET_UNION(item, user_id, 'mechanism=dp_sips, rounds=1000') AS r FROM events"), want: refused(1210, "rounds"), bound: resRefuseBound, uncharged: true},
 	{name: "SIPS100RoundsSlow", sql: lit("SELECT DP_SET_UNION(CONCAT(user_id, note), user_id, 'mechanism=dp_sips, rounds=100, max_items=100') AS r FROM events"), want: timedOut(), bound: resAttackExecTime + time.Second, once: true,
 		symptom: func(o attackOutcome) string {
-			if mysqlErrCode(o.err) == 3024 || o.err == nil {
+			if testmysql.ErrNo(o.err) == 3024 || o.err == nil {
 				return fmt.Sprintf("dp_sips is not stopped at max_execution_time: a release of 100 rounds over 200,000 distinct items (5.4 s "+
 					"alone) answered after %v with max_execution_time %v, where the other releases stop at the limit (2.0 s); on demo.words with "+
 					"500 ms, 3024 came after 1.8–2.1 s, its whole running time; in TestLoad, after 54.7 s under 30 s", o.took.Round(time.Millisecond), resAttackExecTime)
@@ -455,7 +456,7 @@ func runResourceAttack(t *testing.T, s *resServer, alice *bystander, a resourceA
 		if failed {
 			break // once is enough to tell
 		}
-		if gone, _ := s.exitedWith(); gone || (o.err != nil && mysqlErrCode(o.err) == 0) {
+		if gone, _ := s.exitedWith(); gone || (o.err != nil && testmysql.ErrNo(o.err) == 0) {
 			break // the connection or the server is gone: reported below
 		}
 		if a.once {
@@ -475,7 +476,7 @@ func runResourceAttack(t *testing.T, s *resServer, alice *bystander, a resourceA
 		during = &r
 	}
 	rss, peak := s.memory()
-	if last := outs[len(outs)-1]; last.err != nil && mysqlErrCode(last.err) == 0 {
+	if last := outs[len(outs)-1]; last.err != nil && testmysql.ErrNo(last.err) == 0 {
 		s.settle(3 * time.Second)
 	}
 	s.requireAlive(t)
@@ -507,7 +508,7 @@ func runResourceAttack(t *testing.T, s *resServer, alice *bystander, a resourceA
 	first := outs[0]
 	answer := "rows"
 	if first.err != nil {
-		answer = fmt.Sprintf("%d %s", mysqlErrCode(first.err), clipString(errMessage(first.err), 90))
+		answer = fmt.Sprintf("%d %s", testmysql.ErrNo(first.err), clipString(errMessage(first.err), 90))
 	} else if len(first.res.Rows) == 1 && len(first.res.Rows[0]) == 1 {
 		v := "NULL"
 		if p := first.res.Rows[0][0]; p != nil {
@@ -711,7 +712,7 @@ func TestResourceStatements(t *testing.T) {
 		}, killBound)
 		// MySQL answers a statement stopped by KILL QUERY with 1317.
 		t.Run("ErrorCode", func(t *testing.T) {
-			if code := mysqlErrCode(o.err); code != 1317 {
+			if code := testmysql.ErrNo(o.err); code != 1317 {
 				t.Errorf("a statement stopped by KILL QUERY answers %d %q, where MySQL answers 1317 \"Query execution was interrupted\"", code, errMessage(o.err))
 			}
 
@@ -725,7 +726,7 @@ func TestResourceStatements(t *testing.T) {
 		testKill(t, s, alice, admin, func(t *testing.T, id int64) (time.Duration, error) {
 			start := time.Now()
 			_, err := second.ExecContext(context.Background(), fmt.Sprintf("KILL QUERY %d", id))
-			if err != nil && mysqlErrCode(err) != 0 {
+			if err != nil && testmysql.ErrNo(err) != 0 {
 				// Refused: stop the release as the administrator, then
 				// report the known failure.
 				admin.ExecContext(context.Background(), fmt.Sprintf("KILL QUERY %d", id))
@@ -826,7 +827,7 @@ func testKill(t *testing.T, s *resServer, alice *bystander, admin *dbsql.DB, kil
 	switch {
 	case o.err == nil:
 		t.Errorf("the killed release completed: %s", o)
-	case mysqlErrCode(o.err) == 0:
+	case testmysql.ErrNo(o.err) == 0:
 		t.Errorf("the killed release's connection broke: %v", o.err)
 	case stopped > bound:
 		t.Errorf("the release stopped %v after the KILL, more than %v", stopped.Round(time.Millisecond), bound)

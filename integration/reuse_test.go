@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/dpsql/dpsql/integration/clients"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 )
@@ -51,7 +51,7 @@ func writeEvents(t testing.TB, path string) {
 		}
 		fmt.Fprintf(&b, "u%03d\tprivate-%03d\t1\tsecret of u%03d\n", u, u, u)
 	}
-	writeFile(t, path, b.String())
+	testmysql.WriteFile(t, path, b.String())
 }
 
 // newReuseDeployment writes the deployment with the given reuse section
@@ -61,7 +61,7 @@ func newReuseDeployment(t testing.TB, reuse string) *reuseDeployment {
 	dir := t.TempDir()
 	d := &reuseDeployment{dir: dir, data: filepath.Join(dir, "events.tsv")}
 	writeEvents(t, d.data)
-	h := func(pw string) string { return hashOf(t, config.NativePassword, pw) }
+	h := func(pw string) string { return testserver.HashPassword(t, config.NativePassword, pw) }
 	d.cfg = fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 %s
@@ -100,7 +100,7 @@ accounts:
 
 func (d *reuseDeployment) start(t testing.TB) {
 	t.Helper()
-	d.srv = startConfig(t, d.dir, d.cfg)
+	d.srv = testserver.GovernedYAML(t, d.dir, d.cfg)
 }
 
 // restart stops the server and starts it again on the same data directory.
@@ -121,21 +121,7 @@ func (d *reuseDeployment) target(t testing.TB, user, password string) clients.Ta
 // SHOW WARNINGS follows the statement on the same session).
 func (d *reuseDeployment) conn(t testing.TB, user, password string) *dbsql.Conn {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", d.srv.Addr(), "shop"
-	cfg.Timeout, cfg.ReadTimeout, cfg.InterpolateParams = 10*time.Second, 60*time.Second, false
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := dbsql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testmysql.Session(t, testmysql.Login{Addr: d.srv.Addr(), User: user, Password: password, DB: "shop", Timeout: 10 * time.Second, ReadTimeout: 60 * time.Second})
 }
 
 // release is what one statement returned and what it cost.
@@ -321,7 +307,7 @@ func TestReuseOverTheWire(t *testing.T) {
 	c1 := run(t, carol, q)
 	mustNew(t, "carol's release of her whole budget", c1, "0")
 	mustReuse(t, "carol again, budget spent", run(t, carol, q), c1.releases)
-	if r := run(t, carol, "SELECT DISTINCT item FROM events WHERE v = 1"); code(r.err) != 1226 {
+	if r := run(t, carol, "SELECT DISTINCT item FROM events WHERE v = 1"); testmysql.ErrNo(r.err) != 1226 {
 		t.Errorf("carol's new release beyond her budget: %v, want 1226", r.err)
 	}
 	// dave has no budget on shop: nothing, reused or not.
@@ -633,7 +619,7 @@ func BenchmarkReuse(b *testing.B) {
 		opts.Config.Accounts.Analysts[0].Budgets[0].Epsilon = 1e4
 		opts.Config.Accounts.Analysts[0].Budgets[0].Delta = 1e-3
 		opts.Config.Reuse.Enabled = &reuse
-		host, port := splitAddr(b, serveGoverned(b, opts).Addr())
+		host, port := splitAddr(b, testserver.Governed(b, opts).Addr())
 		c, err := openGo(b, clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "demo"}).Conn(context.Background())
 		if err != nil {
 			b.Fatal(err)

@@ -22,10 +22,19 @@ func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.
 		rng = securerand.New
 	}
 	rand := rng()
+	// A GROUP BY whose aggregates read its one key column alone takes its
+	// pairs from the release index (groupindex.go): the same state, so the
+	// same release.
+	g, indexed := r.groupsFromIndex(ctx)
 	if pipe.NeedsValuePass() {
-		err := r.scanAggregateRows(ctx, func(_ []byte, row *release.Row, vals []dpagg.Value) {
-			_ = pipe.AddValues(row.Unit(), vals)
-		})
+		var err error
+		if indexed {
+			err = pipe.AddGroupedValues(g)
+		} else {
+			err = r.scanAggregateRows(ctx, func(_ []byte, row *release.Row, vals []dpagg.Value) {
+				_ = pipe.AddValues(row.Unit(), vals)
+			})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -33,9 +42,14 @@ func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.
 			return nil, err
 		}
 	}
-	err := r.scanAggregateRows(ctx, func(key []byte, row *release.Row, vals []dpagg.Value) {
-		_ = pipe.Add(row.Unit(), key, vals)
-	})
+	var err error
+	if indexed {
+		err = pipe.AddGrouped(g)
+	} else {
+		err = r.scanAggregateRows(ctx, func(key []byte, row *release.Row, vals []dpagg.Value) {
+			_ = pipe.Add(row.Unit(), key, vals)
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +57,18 @@ func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.
 	if err != nil {
 		return nil, err
 	}
+	r.noteChosen(ctx, res)
+	return res, nil
+}
+
+// noteChosen tells the analyst, in a Note, which bounds the release chose
+// privately (a DP output), if it chose any.
+func (r *Release) noteChosen(ctx *sql.Context, res *dpagg.Result) {
 	if res.Chosen != nil {
 		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
 			"private release on %s.%s: contribution bounds chosen privately from the data (%s); values and rows beyond them were clamped. Set them for exact control: dp_max_groups_contributed, dp_max_rows_per_group, dp_contribution_bounds",
 			r.db, r.name, res.Chosen)})
 	}
-	return res, nil
 }
 
 // scanAggregateRows runs the release's scan and hands each row's encoded
@@ -63,30 +83,39 @@ func (r *Release) scanAggregateRows(ctx *sql.Context, add func(key []byte, row *
 		if kbuf, ok = enc.encode(kbuf[:0], row); !ok {
 			return
 		}
-		for i, k := range r.aggValue {
-			vals[i] = dpagg.Null
-			if k < 0 {
-				continue
-			}
-			v, ok := row.Key(k)
-			if !ok {
-				return // the value failed: the row is skipped
-			}
-			if v == nil {
-				continue
-			}
-			if r.aggOpts.Aggregates[i].Kind == dpagg.CountValues {
-				vals[i] = dpagg.Float(0) // COUNT(col) counts non-NULL values of any type
-				continue
-			}
-			f, _, err := types.Float64.Convert(row.Context(), v)
-			if err != nil {
-				return
-			}
-			if x, ok := f.(float64); ok {
-				vals[i] = dpagg.Float(x)
-			}
+		if !r.rowValues(row, vals) {
+			return // a value failed: the row is skipped
 		}
 		add(kbuf, row, vals)
 	})
+}
+
+// rowValues fills vals with the row's aggregate values; ok is false when
+// one failed to evaluate or to convert (the row is skipped).
+func (r *Release) rowValues(row *release.Row, vals []dpagg.Value) (ok bool) {
+	for i, k := range r.aggValue {
+		vals[i] = dpagg.Null
+		if k < 0 {
+			continue
+		}
+		v, ok := row.Key(k)
+		if !ok {
+			return false
+		}
+		if v == nil {
+			continue
+		}
+		if r.aggOpts.Aggregates[i].Kind == dpagg.CountValues {
+			vals[i] = dpagg.Float(0) // COUNT(col) counts non-NULL values of any type
+			continue
+		}
+		f, _, err := types.Float64.Convert(row.Context(), v)
+		if err != nil {
+			return false
+		}
+		if x, ok := f.(float64); ok {
+			vals[i] = dpagg.Float(x)
+		}
+	}
+	return true
 }

@@ -2,9 +2,11 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/go-mysql-server/sql/types"
@@ -27,13 +29,20 @@ func (r *Release) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, 
 		what = strings.ToUpper(functions.SetUnionName)
 	case aggregateRows:
 		what = "GROUP BY with DP aggregates"
+		if r.pubKeys != nil {
+			what = "GROUP BY over public keys with DP aggregates"
+		}
 		if r.aggPlan.Global {
 			what = "DP aggregates without GROUP BY"
 		}
 	}
 	facts := []explain.Fact{explain.F("release", fmt.Sprintf("%s over %s.%s", what, r.db, r.name), "what the statement releases privately")}
 	if r.mode == aggregateRows {
-		facts = append(facts, r.aggPlan.Facts()...)
+		facts = append(facts, r.labelAggregates(r.aggPlan.Facts())...)
+		var err error
+		if facts, err = r.explainPublicKeys(ctx, facts); err != nil {
+			return nil, nil, err
+		}
 	} else {
 		opts := r.options()
 		for i, o := range opts {
@@ -244,4 +253,130 @@ func explainers(n sql.Node, add func(release.Explainer) error) error {
 	}
 	transform.Inspect(n, inspect)
 	return err
+}
+
+// labelAggregates renames the plan's per-aggregate facts (aggregate_j.…,
+// j in the plan's order of distinct aggregates) after the aggregate's
+// position in the SELECT list, aggregate_<position>.…, and adds
+// aggregate_<position>.column naming its column (alias or expression, and
+// the other positions of the same aggregate, which is released once). An
+// aggregate the SELECT list does not show (HAVING or ORDER BY only) is
+// aggregate_hidden_<j>.
+func (r *Release) labelAggregates(facts []explain.Fact) []explain.Fact {
+	type shown = outputLabel // pos 0: not in the SELECT list
+	where := make([][]shown, len(r.aggOpts.Aggregates))
+	for i, ki := range r.out {
+		j := ki - r.groupKeys
+		if ki < r.groupKeys || j >= len(where) {
+			continue
+		}
+		if r.labels == nil { // no SELECT list found: the release's own columns
+			where[j] = append(where[j], shown{i + 1, r.schema[i].Name})
+			continue
+		}
+		where[j] = append(where[j], r.labels[i]...)
+		if len(r.labels[i]) == 0 && len(where[j]) == 0 {
+			where[j] = append(where[j], shown{0, r.schema[i].Name})
+		}
+	}
+	for _, w := range where {
+		slices.SortFunc(w, func(a, b shown) int { return a.pos - b.pos })
+	}
+	out := make([]explain.Fact, 0, len(facts)+len(where))
+	for _, f := range facts {
+		var j int
+		if n, err := fmt.Sscanf(f.Name, "aggregate_%d.", &j); err != nil || n != 1 || j < 1 || j > len(where) || len(where[j-1]) == 0 {
+			out = append(out, f)
+			continue
+		}
+		_, rest, _ := strings.Cut(f.Name, ".")
+		w := where[j-1]
+		pre := fmt.Sprintf("aggregate_%d.", w[0].pos)
+		meaning := fmt.Sprintf("the SELECT list's column %d (its alias, or its expression); aggregate_N is named after the column's position", w[0].pos)
+		if w[0].pos == 0 {
+			pre = fmt.Sprintf("aggregate_hidden_%d.", j)
+			meaning = "an aggregate the SELECT list does not show (HAVING or ORDER BY only)"
+		}
+		if rest == "kind" {
+			names := []string{w[0].name}
+			for _, s := range w[1:] {
+				names = append(names, fmt.Sprintf("%s (column %d)", s.name, s.pos))
+			}
+			out = append(out, explain.F(pre+"column", strings.Join(names, ", also "), meaning))
+		}
+		f.Name = pre + rest
+		out = append(out, f)
+	}
+	return out
+}
+
+// outputLabel is where a release's output column shows in the SELECT list
+// above it: its 1-based position (0: not shown) and its name there.
+type outputLabel struct {
+	pos  int
+	name string
+}
+
+// labelOutputs finds, for each release of n, the outermost Project above
+// it through nodes that pass rows through (HAVING, ORDER BY, LIMIT, inner
+// Projects) — the SELECT list — and records where each output column shows
+// there, matched by column id.
+func labelOutputs(n sql.Node) {
+	transform.Inspect(n, func(n sql.Node) bool {
+		proj, ok := n.(*plan.Project)
+		if !ok {
+			return true
+		}
+		r, ids := releaseBelow(proj.Child, proj.Projections)
+		if r == nil || r.labels != nil {
+			return true
+		}
+		r.labels = make([][]outputLabel, len(r.outputs))
+		for i, o := range r.outputs {
+			gf, ok := o.(*expression.GetField)
+			if !ok {
+				continue
+			}
+			for p, id := range ids {
+				if id == gf.Id() && id != 0 {
+					r.labels[i] = append(r.labels[i], outputLabel{pos: p + 1, name: proj.Schema()[p].Name})
+				}
+			}
+		}
+		return true
+	})
+}
+
+// releaseBelow follows n through pass-through nodes to a Release, mapping
+// the outer projections to the column ids they read at the release (0 for
+// a computed expression); nil when no release is reached.
+func releaseBelow(n sql.Node, projections []sql.Expression) (*Release, []sql.ColumnId) {
+	ids := make([]sql.ColumnId, len(projections))
+	for i, e := range projections {
+		if gf, ok := unalias(e).(*expression.GetField); ok {
+			ids[i] = gf.Id()
+		}
+	}
+	for {
+		switch x := n.(type) {
+		case *Release:
+			return x, ids
+		case *plan.Project:
+			inner := map[sql.ColumnId]sql.ColumnId{}
+			for _, e := range x.Projections {
+				ie, ok := e.(sql.IdExpression)
+				if gf, isField := unalias(e).(*expression.GetField); ok && isField {
+					inner[ie.Id()] = gf.Id()
+				}
+			}
+			for i, id := range ids {
+				ids[i] = inner[id]
+			}
+			n = x.Child
+		case *plan.Having, *plan.Filter, *plan.Sort, *plan.Limit, *plan.Offset, *plan.TopN, *plan.Distinct:
+			n = x.Children()[0]
+		default:
+			return nil, nil
+		}
+	}
 }

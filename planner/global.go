@@ -75,6 +75,9 @@ func (r *Release) aggregateNames() (function, mechanism string) {
 	if r.aggPlan.Global {
 		return "global aggregates", "none"
 	}
+	if r.aggPlan.PublicKeys {
+		return "GROUP BY aggregates over public keys", "none (public keys)"
+	}
 	return "GROUP BY aggregates", string(r.aggPlan.Selection.Mechanism)
 }
 
@@ -177,6 +180,10 @@ func (r *Release) noteNoKey(ctx *sql.Context) {
 	switch {
 	case r.mode == aggregateRows && r.aggPlan.Global:
 		return // one row, always
+	case r.pubKeys != nil:
+		ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
+			"private release on %s.%s over the public keys of %s released no row: the public table has no key that passes its WHERE conditions", r.db, r.name, r.pubKeys.what)})
+		return
 	case r.mode == aggregateRows:
 		cal = r.aggPlan.Selection
 	default:

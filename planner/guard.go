@@ -38,13 +38,13 @@ type GuardParser struct {
 var _ sql.Parser = (*GuardParser)(nil)
 
 // NewGuardParser returns a guard around inner (sql.GlobalParser if nil)
-// with dpsql's checks (CallCheck, OrderByCheck, SetCheck) followed by extra
+// with dpsql's checks (CallCheck, OrderByCheck, SetCheck, WindowCheck) followed by extra
 // ones.
 func NewGuardParser(inner sql.Parser, extra ...Check) *GuardParser {
 	if inner == nil {
 		inner = sql.GlobalParser
 	}
-	return &GuardParser{Inner: inner, Checks: append([]Check{CallCheck, OrderByCheck, SetCheck}, extra...)}
+	return &GuardParser{Inner: inner, Checks: append([]Check{CallCheck, OrderByCheck, SetCheck, WindowCheck}, extra...)}
 }
 
 func (g *GuardParser) check(stmt ast.Statement, text string, err error) error {

@@ -7,10 +7,10 @@ import (
 
 	sqle "github.com/dolthub/go-mysql-server"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
-	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
@@ -32,7 +32,7 @@ func indexEngine(t *testing.T, visits *storage.Table, gov *fakeGov, ix *release.
 	if ix != nil {
 		opts = append(opts, planner.WithIndexes(ix))
 	}
-	e, err := server.NewEngine(server.Config{Provider: pro, Functions: functions.Config{Rand: rnd, Governor: gov, Indexes: ix},
+	e, err := engine.New(engine.Config{Provider: pro, Functions: functions.Config{Rand: rnd, Governor: gov, Indexes: ix},
 		Rules: planner.PolicyRules(gov, opts...)})
 	if err != nil {
 		t.Fatal(err)

@@ -99,6 +99,7 @@ type policy struct {
 	limits       sealed.Limits
 	lookupLimits lookup.Limits
 	indexes      *release.Indexes
+	logf         func(format string, args ...any) // WithLog
 }
 
 // WithLookupLimits bounds the public side of each public lookup of a
@@ -121,6 +122,9 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 	fo := floatOutputs{}
 	ctx = ctx.WithContext(context.WithValue(ctx.Context, floatKey{}, fo))
 	out, same, err := p.rewriteNode(ctx, n)
+	if err == nil {
+		afterRewrite(ctx, n, out) // refusals.go
+	}
 	if err == nil && len(fo) > 0 {
 		if out, err = retypeFloats(out, fo); err == nil {
 			same = transform.NewTree
@@ -291,6 +295,9 @@ func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.
 			r, err = p.projectedGroupBy(ctx, n)
 		case *plan.Sort:
 			return sortOverRelease(n), transform.NewTree, nil
+		}
+		if r == nil && err == nil {
+			n, r, order, err = p.nested(ctx, n) // derived tables in FROM (nested.go)
 		}
 		if err != nil {
 			return nil, transform.SameTree, err
@@ -741,6 +748,9 @@ func isConstantNonNull(e sql.Expression) bool {
 // aggregates: the options from the session (and the statement's SET_VAR
 // hints), calibrated now so that bad options fail before any charge.
 func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Expression, aggs []aggregate, out []int, schema sql.Schema, ids []sql.Expression, adjust ...func(*dpagg.Options)) (*Release, error) {
+	if src.join != nil && src.join.keys && !src.join.checked {
+		return p.publicKeysRelease(ctx, src, keys, aggs, out, schema, ids, adjust...) // publickeys.go
+	}
 	kinds := make([]dpagg.Kind, len(aggs))
 	var values []sql.Expression
 	valueOf := make([]int, len(aggs))
@@ -772,6 +782,11 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 				}
 				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
 				markFloatOutputs(ctx, r)
+				if src := r.scan.PushdownSource(); src != nil {
+					if err := r.planPushdown(src, p.logf); err != nil {
+						return nil, err
+					}
+				}
 				return r, nil
 			}
 		}
@@ -832,6 +847,9 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 	}
 	if src.join != nil && src.join.err != nil {
 		return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("%v; %s", src.join.err, joinForm))
+	}
+	if err := src.join.refuseKeys(src, mode); err != nil {
+		return nil, err // publickeys.go
 	}
 	filters, publics, err := p.enrich(ctx, src)
 	if err != nil {
@@ -907,6 +925,11 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		return nil, err
 	}
 	r.scan = scan
+	if src := scan.PushdownSource(); src != nil && mode != aggregateRows { // aggregates: newAggregateRelease
+		if err := r.planPushdown(src, p.logf); err != nil {
+			return nil, err
+		}
+	}
 	r.done = &releaseResult{}
 	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
 		if key := r.spec(); key != "" {
@@ -964,7 +987,13 @@ func (p *policy) guard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *pl
 	if p.gov == nil || !p.gov.Governed(ctx) {
 		return n, transform.SameTree, nil
 	}
-	return n, transform.SameTree, p.check(n)
+	if err := p.check(n); err != nil {
+		if better := p.refusal(n); better != nil {
+			return n, transform.SameTree, better // refusals.go: says what to write
+		}
+		return n, transform.SameTree, err
+	}
+	return n, transform.SameTree, nil
 }
 
 // check walks the whole plan — opaque nodes and expression subqueries

@@ -364,5 +364,8 @@ func (r *Release) fillPublic(ctx *sql.Context) error {
 			return err
 		}
 	}
+	if r.pubKeys != nil {
+		return r.pubKeys.compute(ctx, r) // publickeys.go
+	}
 	return nil
 }

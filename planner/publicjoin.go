@@ -49,8 +49,14 @@ import (
 // anything but one declared public table (the guard, 1142); an ON clause
 // that is not one equality between a public column and an expression over
 // T plus conditions on P alone (1142 naming this form); RIGHT, FULL,
-// CROSS, NATURAL and USING joins, joins of more than two tables, and a
-// LEFT JOIN whose left side is the public table (the guard, 1142).
+// CROSS, NATURAL and USING joins and joins of more than two tables (the
+// guard, 1142).
+//
+// P LEFT JOIN T ON P.c = T-expr [AND …T only…] (and T RIGHT JOIN P, which
+// the planbuilder turns into it) is a GROUP BY over P's keys: every public
+// key gets a row, with no key selection (publickeys.go); it needs DP
+// aggregates and GROUP BY columns of P, and is refused (1142, saying what
+// to write) in any other form.
 
 // publicJoin is the public side of a release's join.
 type publicJoin struct {
@@ -59,8 +65,14 @@ type publicJoin struct {
 	left   sql.Expression       // the protected side of the equality
 	filter sql.Expression       // conditions of ON on P alone, or nil
 	outer  bool                 // LEFT JOIN
-	err    error                // a join of the right tables in a wrong form
-	lim    lookup.Limits
+	// keys marks P LEFT JOIN T (and T RIGHT JOIN P, which the planbuilder
+	// turns into it): a GROUP BY over P's keys (publickeys.go). tfilter
+	// holds its ON conditions on T alone, which filter the protected rows.
+	keys    bool
+	tfilter []sql.Expression
+	checked bool  // publicKeysSource has checked and rewritten the source
+	err     error // a join of the right tables in a wrong form
+	lim     lookup.Limits
 
 	// Set while binding (joinColumn).
 	set   *lookup.Set
@@ -90,10 +102,10 @@ func (p *policy) joinSides(j *plan.JoinNode) (sql.Node, *publicJoin, bool) {
 		return prot
 	}
 	t, other := j.Left(), j.Right()
+	keys := false
 	if !protectedLeaf(t) {
-		if j.Op != plan.JoinTypeInner {
-			return nil, nil, false
-		}
+		// P LEFT JOIN T: a GROUP BY over public keys (publickeys.go).
+		keys = j.Op == plan.JoinTypeLeftOuter
 		t, other = other, t
 		if !protectedLeaf(t) {
 			return nil, nil, false
@@ -103,14 +115,22 @@ func (p *policy) joinSides(j *plan.JoinNode) (sql.Node, *publicJoin, bool) {
 	if !ok || len(pub.filters) > 0 {
 		return nil, nil, false
 	}
-	pj := &publicJoin{pub: pub, outer: j.Op == plan.JoinTypeLeftOuter, lim: p.lookupLimits}
+	pj := &publicJoin{pub: pub, outer: j.Op == plan.JoinTypeLeftOuter && !keys, keys: keys, lim: p.lookupLimits}
 	if j.Filter == nil {
 		pj.err = fmt.Errorf("the join with %s.%s has no ON condition", pub.db, pub.name)
 		return t, pj, true
 	}
 	for _, c := range expression.SplitConjunction(j.Filter) {
 		if pub.only(c) {
+			if keys {
+				pj.err = fmt.Errorf("the ON condition %s reads the public table alone: in %s.%s LEFT JOIN a protected table, every public row is a key whatever ON says; filter the public rows in WHERE instead", c, pub.db, pub.name)
+				return t, pj, true
+			}
 			pj.filter = andOf(pj.filter, c)
+			continue
+		}
+		if keys && pub.none(c) && readsColumn(c) {
+			pj.tfilter = append(pj.tfilter, c) // filters the protected rows
 			continue
 		}
 		if eq, ok := c.(*expression.Equals); ok && pj.key == nil {
@@ -124,6 +144,9 @@ func (p *policy) joinSides(j *plan.JoinNode) (sql.Node, *publicJoin, bool) {
 			}
 		}
 		pj.err = fmt.Errorf("the join condition %s is neither public_table.c = T.col nor a condition on the public table alone", c)
+		if keys {
+			pj.err = fmt.Errorf("the join condition %s is neither public_table.c = T.col nor a condition on the protected table alone", c)
+		}
 		return t, pj, true
 	}
 	if pj.key == nil {

@@ -56,10 +56,17 @@ type Release struct {
 	gov     release.Governor
 	rnd     func() *rand.Rand
 	indexes *release.Indexes // nil: always scan
+	push    *pushPlan        // a push-down release (pushdown.go); nil: scan
 
 	// publics are the public sides of the release's lookups (public.go),
 	// read before anything is charged.
 	publics []*release.Public
+	// pubKeys is the public key set of a GROUP BY over public keys
+	// (publickeys.go), or nil.
+	pubKeys *publicKeys
+	// labels name the output columns after the SELECT list they appear in
+	// (explain.go), or nil.
+	labels [][]outputLabel
 
 	// done keeps the released rows once computed: a node executed again
 	// within its query (the inner side of a nested-loop join, for one)
@@ -352,6 +359,9 @@ func (r *Release) releaseSets(ctx *sql.Context, flight **release.Reuse) (release
 		}
 		builders[i] = b
 	}
+	if r.push != nil {
+		return r.pushSets(ctx, builders, flight) // pushdown.go
+	}
 	u, stored, err := r.chargeOrReuse(ctx)
 	if err != nil || u.Reused() {
 		return stored, u, err
@@ -460,8 +470,14 @@ func (c *unitCache) id(b *setunion.Builder, unit []byte) uint32 {
 // (*flight as for releaseSets).
 func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (release.Released, *release.Reuse, error) {
 	pipe, err := dpagg.New(r.aggOpts)
+	if err == nil {
+		err = r.setPublicKeys(pipe) // publickeys.go
+	}
 	if err != nil {
 		return release.Released{}, nil, err
+	}
+	if r.push != nil {
+		return r.pushAggregates(ctx, pipe, flight) // pushdown.go
 	}
 	u, stored, err := r.chargeOrReuse(ctx)
 	if err != nil || u.Reused() {

@@ -10,8 +10,8 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/release"
-	"github.com/dpsql/dpsql/server"
 )
 
 // reuseGov is fakeGov with an in-memory store of releases by specification
@@ -45,7 +45,7 @@ func newReuseEngine(t *testing.T) (*sqle.Engine, *reuseGov) {
 // warnings of the last.
 func session(t *testing.T, e *sqle.Engine, stmts ...string) ([]sql.Row, []*sql.Warning, error) {
 	t.Helper()
-	ctx := server.NewContext(context.Background(), "analyst", "mydb")
+	ctx := engine.NewContext(context.Background(), "analyst", "mydb")
 	var rows []sql.Row
 	var err error
 	for _, q := range stmts {

@@ -15,11 +15,11 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/sealed"
-	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
@@ -81,7 +81,7 @@ func adversarialEngine(t testing.TB, withData bool) *sqle.Engine {
 		t.Fatal(err)
 	}
 	rnd := func() *rand.Rand { return securerand.NewSeeded(1) }
-	e, err := server.NewEngine(server.Config{
+	e, err := engine.New(engine.Config{
 		Provider:  pro,
 		Functions: functions.Config{Rand: rnd, Governor: gov},
 		Rules:     planner.PolicyRules(gov, planner.WithRand(rnd)),
@@ -105,7 +105,7 @@ func textOf(v any) string {
 // insert id, the user variable @x.
 func outcome(t *testing.T, e *sqle.Engine, q string) (errText string, leftovers []string) {
 	t.Helper()
-	ctx := server.NewContext(context.Background(), "analyst", "adv")
+	ctx := engine.NewContext(context.Background(), "analyst", "adv")
 	ctx.Session.SetUserVariable(ctx, "x", "unchanged", nil)
 	_, iter, _, err := query(e, ctx, q)
 	if err == nil {

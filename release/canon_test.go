@@ -14,9 +14,9 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/sealed"
-	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 )
 
@@ -52,7 +52,7 @@ func plainEngine(t *testing.T) *sqle.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := server.NewEngine(server.Config{Provider: pro})
+	e, err := engine.New(engine.Config{Provider: pro})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func analysedKey(t *testing.T, e *sqle.Engine, q string) (key string, ok bool) {
 			key, ok = "", false
 		}
 	}()
-	ctx := server.NewContext(context.Background(), "root", "adv")
+	ctx := engine.NewContext(context.Background(), "root", "adv")
 	n, err := e.AnalyzeQuery(ctx, q)
 	if err != nil {
 		return "", false
@@ -192,7 +192,7 @@ func rowsOf(e *sqle.Engine, q string) (_ string, err error) {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	ctx := server.NewContext(context.Background(), "root", "adv")
+	ctx := engine.NewContext(context.Background(), "root", "adv")
 	_, it, _, err := e.Query(ctx, q)
 	if err != nil {
 		return "", err

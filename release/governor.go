@@ -3,6 +3,7 @@ package release
 import (
 	"fmt"
 
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/sqlext/explain"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -109,7 +110,7 @@ func Charge(ctx *sql.Context, gov Governor, reqs []Request) error {
 // ERTableAccessDenied is MySQL's ER_TABLEACCESS_DENIED_ERROR (vitess
 // v0.20.0's constants lack it), the error of every refused read of a
 // protected table.
-const ERTableAccessDenied = 1142
+const ERTableAccessDenied = mysqlerr.TableAccessDenied
 
 // ErrAccess is the refusal of a read of a protected table (MySQL error
 // 1142, SQLSTATE 42000): why it is refused, and the allowed forms.

@@ -8,6 +8,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 
+	"github.com/dpsql/dpsql/release/pushdown"
 	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 )
@@ -98,6 +99,9 @@ func NewNgramsScan(ctx *sql.Context, db, name string, table sql.Table, unitCol, 
 	ti := sch.IndexOfColName(textCol)
 	if ti < 0 {
 		return nil, fmt.Errorf("DP_NGRAMS: table %s.%s has no column %s", db, name, textCol)
+	}
+	if t, ok := table.(pushdown.Table); ok && t.PushdownSource() != nil {
+		return nil, ErrPushdown(db, name, "DP_NGRAMS")
 	}
 	tc := sch[ti]
 	text := expression.NewGetFieldWithTable(ti, 0, tc.Type, db, name, tc.Name, tc.Nullable)

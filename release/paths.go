@@ -22,8 +22,9 @@ import (
 // but time. Every branch that sends a release to the scan is one of:
 //
 //   - the statement's shape (Indexed, IndexedCorpus, the planner's
-//     fromIndexes): the kinds of its keys and filter, their types, public
-//     lookups;
+//     fromIndexes; for a GROUP BY with aggregates groupShape and the
+//     planner's groupIndexable): the kinds of its keys, aggregates and
+//     filter, their types and the columns they read, public lookups;
 //   - the table: versioned or not, its version, its row count and the
 //     bytes of its privacy-unit column's distinct values (exprIndexBound);
 //   - the configuration: limits.release_index_bytes, the release limits
@@ -93,6 +94,7 @@ type Paths struct {
 	Index     int64 // a column's index
 	ExprIndex int64 // an expression's index
 	Corpus    int64 // a text column's n-gram corpus
+	Group     int64 // a column's index, read by a GROUP BY with aggregates (groupindex.go)
 	Scan      int64 // the table, after looking for one of the above
 }
 

@@ -54,6 +54,11 @@ type Scan struct {
 	// release index evaluates it once per user (Indexed).
 	unitFilter *sealed.Program
 	unitAt     int
+	// pushFilter and pushKeys are the filter (nil without one) and the
+	// keys as analysed (variables resolved, literals retyped), over the
+	// table's full schema: a push-down release reads them (pushdown.go).
+	pushFilter sql.Expression
+	pushKeys   []sql.Expression
 }
 
 // NewScan compiles a scan of db.name (table, the table as its provider
@@ -95,7 +100,10 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 	}
 	uc := sch[ui]
 	all := []Expr{{E: expression.NewGetFieldWithTable(ui, 0, uc.Type, db, name, uc.Name, uc.Nullable), Where: "privacy unit"}}
-	s := &Scan{db: db, name: name, unit: 0, filter: -1, src: table, unitCol: uc.Name}
+	s := &Scan{db: db, name: name, unit: 0, filter: -1, src: table, unitCol: uc.Name, pushFilter: filter.E}
+	for _, k := range keys {
+		s.pushKeys = append(s.pushKeys, k.E)
+	}
 	if indexable(uc.Type) {
 		s.plain = make([]string, len(keys))
 		s.exprKey = make([]string, len(keys))

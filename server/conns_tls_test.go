@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 // TestConnGuardTLS: a TLS connection is one of the guard's like any other.
@@ -44,7 +46,7 @@ func TestConnGuardTLS(t *testing.T) {
 
 	// Counted: a second connection of the account is refused (1203).
 	other := d.connect(t, s.Addr(), "carol", carolPass, true)
-	if err := other.PingContext(ctx); mysqlCode(err) != 1203 {
+	if err := other.PingContext(ctx); testmysql.ErrNo(err) != 1203 {
 		t.Errorf("a second TLS connection of an account limited to one: %v, want MySQL error 1203", err)
 	}
 

@@ -12,15 +12,6 @@ import (
 	"github.com/dpsql/dpsql/planner"
 )
 
-// MySQL error numbers that vitess does not name.
-const (
-	erWrongNumberOfColumnsInSelect = 1222
-	erWrongValueCountOnRow         = 1136
-	erNonUniqTable                 = 1066
-	erSpDoesNotExist               = 1305
-	erInvalidJSONText              = 3141
-)
-
 // errorRule turns a go-mysql-server message that reaches the client as
 // error 1105 (ER_UNKNOWN_ERROR) into the error MySQL gives for the same
 // mistake.
@@ -69,17 +60,17 @@ var errorRules = []errorRule{
 		func(m []string) string { return m[0] }},
 	{regexp.MustCompile(`(?s)^syntax error at position \d+.*$`), mysql.ERParseError,
 		func(m []string) string { return "You have an error in your SQL syntax; " + m[0] }},
-	{regexp.MustCompile(`^function: '(.*)' not found$`), erSpDoesNotExist,
+	{regexp.MustCompile(`^function: '(.*)' not found$`), mysql.ERSPDoesNotExist,
 		func(m []string) string { return fmt.Sprintf("FUNCTION %s does not exist", m[1]) }},
-	{regexp.MustCompile(`^Not unique table/alias: (.*)$`), erNonUniqTable,
+	{regexp.MustCompile(`^Not unique table/alias: (.*)$`), mysql.ERNonUniqTable,
 		func(m []string) string { return fmt.Sprintf("Not unique table/alias: '%s'", m[1]) }},
 	{regexp.MustCompile(`^duplicate column name: (.*)$`), mysql.ERDupFieldName,
 		func(m []string) string { return fmt.Sprintf("Duplicate column name %s", m[1]) }},
-	{regexp.MustCompile(`(?s)^cannot union two queries whose schemas are different lengths.*$`), erWrongNumberOfColumnsInSelect,
+	{regexp.MustCompile(`(?s)^cannot union two queries whose schemas are different lengths.*$`), mysql.ERWrongNumberOfColumnsInSelect,
 		func(m []string) string {
 			return "The used SELECT statements have a different number of columns (" + m[0] + ")"
 		}},
-	{regexp.MustCompile(`^number of values does not match number of columns provided$`), erWrongValueCountOnRow,
+	{regexp.MustCompile(`^number of values does not match number of columns provided$`), mysql.ERWrongValueCountOnRow,
 		func(m []string) string { return "Column count doesn't match value count" }},
 }
 
@@ -89,24 +80,24 @@ var wrappedSQLError = regexp.MustCompile(`(?s)^(.*) \(errno (\d+)\) \(sqlstate (
 // sqlStates are the SQLSTATEs MySQL sends with these errors; vitess and
 // go-mysql-server send HY000 for all of them.
 var sqlStates = map[int]string{
-	mysql.ERBadFieldError:           "42S22",
-	mysql.ERNoSuchTable:             "42S02",
-	mysql.ERBadDb:                   "42000",
-	mysql.ERNonUniq:                 "23000",
-	mysql.ERParseError:              "42000",
-	mysql.ERWrongValueForVar:        "42000",
-	mysql.ERDupFieldName:            "42S21",
-	mysql.ERSubqueryNo1Row:          "21000",
-	mysql.EROperandColumns:          "21000",
-	mysql.ERMixOfGroupFuncAndFields: "42000",
-	mysql.ERDupEntry:                "23000",
-	mysql.ERBadNullError:            "23000",
-	mysql.ERFieldSpecifiedTwice:     "42000",
-	erSpDoesNotExist:                "42000",
-	erNonUniqTable:                  "42000",
-	erWrongNumberOfColumnsInSelect:  "21000",
-	erWrongValueCountOnRow:          "21S01",
-	erInvalidJSONText:               "22032",
+	mysql.ERBadFieldError:                "42S22",
+	mysql.ERNoSuchTable:                  "42S02",
+	mysql.ERBadDb:                        "42000",
+	mysql.ERNonUniq:                      "23000",
+	mysql.ERParseError:                   "42000",
+	mysql.ERWrongValueForVar:             "42000",
+	mysql.ERDupFieldName:                 "42S21",
+	mysql.ERSubqueryNo1Row:               "21000",
+	mysql.EROperandColumns:               "21000",
+	mysql.ERMixOfGroupFuncAndFields:      "42000",
+	mysql.ERDupEntry:                     "23000",
+	mysql.ERBadNullError:                 "23000",
+	mysql.ERFieldSpecifiedTwice:          "42000",
+	mysql.ERSPDoesNotExist:               "42000",
+	mysql.ERNonUniqTable:                 "42000",
+	mysql.ERWrongNumberOfColumnsInSelect: "21000",
+	mysql.ERWrongValueCountOnRow:         "21S01",
+	mysql.ERInvalidJSONTextInParams:      "22032",
 }
 
 // mysqlError gives an error that go-mysql-server v0.20.0 sends as 1105

@@ -251,6 +251,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	if fcfg.Rand != nil {
 		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
 	}
+	popts = append(popts, planner.WithLog(lockedLog(logw))) // push-down sources' errors
 	e, err := NewEngine(Config{
 		Provider:  p,
 		Functions: fcfg,

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
+	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // TestLoginRefusalSaysWhy: a refused login gets MySQL's "Access denied for
@@ -27,11 +27,10 @@ func TestLoginRefusalSaysWhy(t *testing.T) {
 	msg := func(user, pass string, useTLS bool) string {
 		t.Helper()
 		err := d.login(s.Addr(), user, pass, useTLS)
-		var me *gomysql.MySQLError
-		if !errors.As(err, &me) || me.Number != 1045 {
+		if testmysql.ErrNo(err) != 1045 {
 			t.Fatalf("%s: %v, want 1045", user, err)
 		}
-		return strings.Replace(me.Message, "'"+user+"'", "'USER'", 1)
+		return strings.Replace(err.(*gomysql.MySQLError).Message, "'"+user+"'", "'USER'", 1)
 	}
 	carol := msg("carol", carolPass, false)
 	if !strings.Contains(carol, "Access denied for user 'USER'@'127.0.0.1' (using password: YES)") ||

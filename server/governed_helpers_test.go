@@ -2,28 +2,18 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	dbsql "database/sql"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/sirupsen/logrus"
 
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 )
@@ -44,12 +34,9 @@ const (
 type deployment struct {
 	dir        string
 	cfgPath    string
-	pool       *x509.CertPool
 	tlsName    string // go-sql-driver TLS config name
 	accounting string // accounting.method of the configuration
 }
-
-var tlsSeq atomic.Int64
 
 // newDeployment writes the data files, a self-signed certificate and the
 // configuration (with extra YAML appended under the top level, e.g.
@@ -76,26 +63,14 @@ func newDeploymentWith(t *testing.T, requireTLS bool, accounting string) *deploy
 		}
 		fmt.Fprintf(&b, "%d\t/private/%d\n", u, u)
 	}
-	write(t, filepath.Join(dir, "visits.tsv"), b.String())
-	write(t, filepath.Join(dir, "products.csv"), "sku,name\nA1,apple\nB2,banana\nC3,cherry\n")
+	testmysql.WriteFile(t, filepath.Join(dir, "visits.tsv"), b.String())
+	testmysql.WriteFile(t, filepath.Join(dir, "products.csv"), "sku,name\nA1,apple\nB2,banana\nC3,cherry\n")
 
-	cert, key, pool := selfSignedPEM(t)
-	write(t, filepath.Join(dir, "server.crt"), cert)
-	write(t, filepath.Join(dir, "server.key"), key)
-	d.pool = pool
-	d.tlsName = fmt.Sprintf("dpsqlgoverned%d", tlsSeq.Add(1))
-	if err := gomysql.RegisterTLSConfig(d.tlsName, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gomysql.DeregisterTLSConfig(d.tlsName) })
+	cert := testmysql.SelfSigned(t)
+	cert.WriteFiles(t, filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key"))
+	d.tlsName = cert.RegisterTLS(t)
 
-	hash := func(plugin, pw string) string {
-		h, err := config.HashPassword(plugin, pw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.String()
-	}
+	hash := func(plugin, pw string) string { return testserver.HashPassword(t, plugin, pw) }
 	require := "false"
 	if requireTLS {
 		require = "true"
@@ -153,15 +128,8 @@ accounts:
 `, require, d.accounting,
 		hash(config.NativePassword, adminPass), hash(config.NativePassword, alicePass), hash(config.NativePassword, bobPass),
 		hash(config.CachingSha2Password, carolPass), hash(config.NativePassword, davePass))
-	write(t, d.cfgPath, cfg)
+	testmysql.WriteFile(t, d.cfgPath, cfg)
 	return d
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // start loads the configuration and starts a governed server on a random
@@ -182,71 +150,27 @@ func (d *deployment) tryStart(t *testing.T) (*server.Governed, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	return testserver.TryGoverned(t, server.GovernedOptions{Config: cfg, LedgerLockTimeout: 200 * time.Millisecond})
+}
+
+// as is the login of user at addr; useTLS selects TLS.
+func (d *deployment) as(addr, user, password string, useTLS bool) testmysql.Login {
+	l := testmysql.Login{Addr: addr, User: user, Password: password}
+	if useTLS {
+		l.TLS = d.tlsName
 	}
-	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Listener: ln, LedgerLockTimeout: 200 * time.Millisecond})
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	go s.Serve()
-	t.Cleanup(func() { s.Shutdown(time.Second) })
-	return s, nil
+	return l
 }
 
 // connect opens a pool for user; useTLS selects TLS.
 func (d *deployment) connect(t *testing.T, addr, user, password string, useTLS bool) *dbsql.DB {
 	t.Helper()
-	db, err := d.open(addr, user, password, useTLS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func (d *deployment) open(addr, user, password string, useTLS bool) (*dbsql.DB, error) {
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, password, "tcp", addr
-	cfg.Timeout = 5 * time.Second
-	if useTLS {
-		cfg.TLSConfig = d.tlsName
-	}
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return dbsql.OpenDB(c), nil
+	return testmysql.Connect(t, d.as(addr, user, password, useTLS))
 }
 
 // login connects and runs SELECT 1.
 func (d *deployment) login(addr, user, password string, useTLS bool) error {
-	db, err := d.open(addr, user, password, useTLS)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	var one int
-	return db.QueryRow("SELECT 1").Scan(&one)
-}
-
-// mysqlCode returns the MySQL error number of err (0 if none).
-func mysqlCode(err error) uint16 {
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
-// wantCode fails unless err is MySQL error code.
-func wantCode(t *testing.T, what string, err error, code uint16) {
-	t.Helper()
-	if got := mysqlCode(err); got != code {
-		t.Errorf("%s: got %v, want MySQL error %d", what, err, code)
-	}
+	return testmysql.Ping(d.as(addr, user, password, useTLS))
 }
 
 // queryer is a *sql.DB or a *sql.Conn.
@@ -307,42 +231,6 @@ func releaseURLs(db queryer) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, rows.Err()
-}
-
-// selfSignedPEM returns a certificate for 127.0.0.1 and its key in PEM, and
-// a pool trusting it.
-func selfSignedPEM(t *testing.T) (certPEM, keyPEM string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "dpsql test"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(leaf)
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	return certPEM, keyPEM, pool
 }
 
 func TestMain(m *testing.M) {

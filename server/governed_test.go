@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
@@ -27,16 +28,16 @@ import (
 func TestLoginWrongPasswordRefused(t *testing.T) {
 	d := newDeployment(t, false)
 	s := d.start(t)
-	wantCode(t, "alice, wrong password", d.login(s.Addr(), "alice", "wrong", false), 1045)
-	wantCode(t, "alice, no password", d.login(s.Addr(), "alice", "", false), 1045)
+	testmysql.WantErrNo(t, "alice, wrong password", d.login(s.Addr(), "alice", "wrong", false), 1045)
+	testmysql.WantErrNo(t, "alice, no password", d.login(s.Addr(), "alice", "", false), 1045)
 	// An unknown user name gets the same 1045 as a wrong password
 	// (go-mysql-server v0.20.0 alone answers 2012 "No authentication
 	// methods available", which reveals which names exist).
 	for _, useTLS := range []bool{false, true} {
-		wantCode(t, fmt.Sprintf("unknown user (TLS %v)", useTLS), d.login(s.Addr(), "mallory", "x", useTLS), 1045)
-		wantCode(t, fmt.Sprintf("unknown user without password (TLS %v)", useTLS), d.login(s.Addr(), "mallory", "", useTLS), 1045)
+		testmysql.WantErrNo(t, fmt.Sprintf("unknown user (TLS %v)", useTLS), d.login(s.Addr(), "mallory", "x", useTLS), 1045)
+		testmysql.WantErrNo(t, fmt.Sprintf("unknown user without password (TLS %v)", useTLS), d.login(s.Addr(), "mallory", "", useTLS), 1045)
 	}
-	wantCode(t, "carol (sha2), wrong password over TLS", d.login(s.Addr(), "carol", "wrong", true), 1045)
+	testmysql.WantErrNo(t, "carol (sha2), wrong password over TLS", d.login(s.Addr(), "carol", "wrong", true), 1045)
 	if err := d.login(s.Addr(), "alice", alicePass, false); err != nil {
 		t.Errorf("alice, right password: %v", err)
 	}
@@ -194,7 +195,7 @@ func TestLedgerExhaustedBudgetRefused(t *testing.T) {
 		}
 	}
 	_, err := releaseURLs(conn)
-	wantCode(t, "release over budget", err, governance.CodeBudget)
+	testmysql.WantErrNo(t, "release over budget", err, governance.CodeBudget)
 	if err == nil || !strings.Contains(err.Error(), "privacy budget exceeded") || !strings.Contains(err.Error(), "has only ε=0,") {
 		t.Errorf("message: %v", err)
 	}
@@ -203,12 +204,12 @@ func TestLedgerExhaustedBudgetRefused(t *testing.T) {
 	// Over the per-release cap (0.5) through the options string.
 	var j string
 	err = conn.QueryRowContext(ctx, "SELECT DP_SET_UNION(url, user_id, 'epsilon=0.75') FROM visits").Scan(&j)
-	wantCode(t, "release over the cap", err, governance.CodeBudget)
+	testmysql.WantErrNo(t, "release over the cap", err, governance.CodeBudget)
 
 	// dave has no budget at all.
 	dave := sessionConn(t, d.connect(t, s.Addr(), "dave", davePass, false), "shop")
 	_, err = releaseURLs(dave)
-	wantCode(t, "analyst without budget", err, governance.CodeNoBudget)
+	testmysql.WantErrNo(t, "analyst without budget", err, governance.CodeNoBudget)
 	if err == nil || !strings.Contains(err.Error(), "no privacy budget") {
 		t.Errorf("message: %v", err)
 	}
@@ -287,7 +288,7 @@ func TestLedgerConcurrentReleasesNeverOverspend(t *testing.T) {
 				switch {
 				case err == nil:
 					ok++
-				case mysqlCode(err) == governance.CodeBudget:
+				case testmysql.ErrNo(err) == governance.CodeBudget:
 					refused++
 				default:
 					other = append(other, err)
@@ -389,7 +390,7 @@ func TestSetGlobalRefusedForAnalysts(t *testing.T) {
 		"SET dp_epsilon = 0.1, GLOBAL dp_mechanism = 'count_laplace'",
 	} {
 		_, err := alice.ExecContext(ctx, q)
-		wantCode(t, q, err, 1227)
+		testmysql.WantErrNo(t, q, err, 1227)
 	}
 	var g float64
 	if err := alice.QueryRowContext(ctx, "SELECT @@global.dp_epsilon").Scan(&g); err != nil || g != 0.1 {
@@ -401,7 +402,7 @@ func TestSetGlobalRefusedForAnalysts(t *testing.T) {
 	}
 	for _, q := range []string{"SET dp_epsilon = 0.6", "SET SESSION dp_delta = 1e-5", "SET @@dp_epsilon = 0.25 * 4"} {
 		_, err := alice.ExecContext(ctx, q)
-		wantCode(t, q, err, 1231)
+		testmysql.WantErrNo(t, q, err, 1231)
 	}
 	var e float64
 	if err := alice.QueryRowContext(ctx, "SELECT @@dp_epsilon").Scan(&e); err != nil || e != 0.5 {
@@ -489,7 +490,7 @@ func TestProtectedCountsHidden(t *testing.T) {
 	}
 	// Raw reads are refused (the planner's guard; the storage guard behind it).
 	var n int
-	wantCode(t, "raw read as analyst", alice.QueryRow("SELECT user_id FROM shop.visits LIMIT 1").Scan(&n), 1142)
+	testmysql.WantErrNo(t, "raw read as analyst", alice.QueryRow("SELECT user_id FROM shop.visits LIMIT 1").Scan(&n), 1142)
 	admin := d.connect(t, s.Addr(), "admin", adminPass, false)
 	if err := admin.QueryRow("SELECT COUNT(*) FROM shop.visits").Scan(&n); err != nil || n != 1600 {
 		t.Errorf("admin COUNT(*) = %d, %v", n, err)
@@ -606,7 +607,7 @@ func TestExampleConfigServes(t *testing.T) {
 		t.Fatalf("public table: %v", err)
 	}
 	rows.Close()
-	if _, err := alice.Query("SELECT * FROM commits LIMIT 1"); mysqlCode(err) != 1142 {
+	if _, err := alice.Query("SELECT * FROM commits LIMIT 1"); testmysql.ErrNo(err) != 1142 {
 		t.Errorf("raw read of the protected table: %v", err)
 	}
 }
@@ -641,9 +642,9 @@ func TestAccountManagement(t *testing.T) {
 		t.Errorf("eve reads the public table: %q, %v", name, err)
 	}
 	var n int
-	wantCode(t, "eve reads the protected table", eve.QueryRowContext(ctx, "SELECT user_id FROM visits LIMIT 1").Scan(&n), 1142)
+	testmysql.WantErrNo(t, "eve reads the protected table", eve.QueryRowContext(ctx, "SELECT user_id FROM visits LIMIT 1").Scan(&n), 1142)
 	_, err := releaseURLs(eve)
-	wantCode(t, "eve's release (no budget)", err, governance.CodeNoBudget)
+	testmysql.WantErrNo(t, "eve's release (no budget)", err, governance.CodeNoBudget)
 
 	alice := sessionConn(t, d.connect(t, s.Addr(), "alice", alicePass, false), "shop")
 	for _, q := range []string{
@@ -702,7 +703,7 @@ func TestFilesRefusedForAnalysts(t *testing.T) {
 		"SELECT DISTINCT url FROM visits INTO OUTFILE '" + out + "'",
 	} {
 		_, err := alice.ExecContext(ctx, q)
-		wantCode(t, q, err, 1227)
+		testmysql.WantErrNo(t, q, err, 1227)
 	}
 	// LOAD DATA is refused by go-mysql-server's INSERT privilege check
 	// first (1105 "command denied").
@@ -753,7 +754,7 @@ func TestLedgerChargesEveryReleaseOfAStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = releaseURLs(bob)
-	wantCode(t, "over budget", err, governance.CodeBudget)
+	testmysql.WantErrNo(t, "over budget", err, governance.CodeBudget)
 	checkSpent(t, bob, 0.4, 4e-7, 4)
 }
 
@@ -792,10 +793,10 @@ func TestAnalystKillsOwnStatements(t *testing.T) {
 	admin := sessionConn(t, d.connect(t, s.Addr(), "admin", adminPass, false), "shop")
 	bob := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop")
 	for _, q := range []string{"KILL QUERY %d", "KILL CONNECTION %d"} {
-		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(admin))); mysqlCode(err) != 1095 {
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(admin))); testmysql.ErrNo(err) != 1095 {
 			t.Errorf("alice: %s of the admin's connection: %v, want 1095", q, err)
 		}
-		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(bob))); mysqlCode(err) != 1095 {
+		if _, err := a1.ExecContext(ctx, fmt.Sprintf(q, connID(bob))); testmysql.ErrNo(err) != 1095 {
 			t.Errorf("alice: %s of bob's connection: %v, want 1095", q, err)
 		}
 	}
@@ -836,7 +837,7 @@ func TestZCDPAccountingOverTheWire(t *testing.T) {
 			break
 		}
 	}
-	wantCode(t, "release beyond the zCDP budget", last, governance.CodeBudget)
+	testmysql.WantErrNo(t, "release beyond the zCDP budget", last, governance.CodeBudget)
 	if n <= 8 {
 		t.Errorf("%d releases at ε = 0.5 fit a budget of ε = 2 under zCDP; basic composition fits 4", n)
 	}

@@ -3,13 +3,13 @@ package server_test
 import (
 	"context"
 	dbsql "database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dpsql/dpsql/internal/testmysql"
 	gomysql "github.com/go-sql-driver/mysql"
 )
 
@@ -139,7 +139,7 @@ func TestSessionMaxExecutionTimeStopsReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = conn.QueryContext(ctx, slowRelease)
-	wantCode(t, "release past the session's max_execution_time", err, 3024)
+	testmysql.WantErrNo(t, "release past the session's max_execution_time", err, 3024)
 	if err != nil && !strings.Contains(err.Error(), "max_execution_time") {
 		t.Errorf("the error does not name the variable: %v", err)
 	}
@@ -161,11 +161,10 @@ func loginMessage(t *testing.T, d *deployment, addr, user, pass string) string {
 	if err == nil {
 		return ""
 	}
-	var me *gomysql.MySQLError
-	if !errors.As(err, &me) || me.Number != 1045 {
+	if testmysql.ErrNo(err) != 1045 {
 		t.Fatalf("%s: %v, want 1045", user, err)
 	}
-	return strings.ReplaceAll(me.Message, "'"+user+"'", "'USER'")
+	return strings.ReplaceAll(err.(*gomysql.MySQLError).Message, "'"+user+"'", "'USER'")
 }
 
 // TestLoginThrottling: over the wire, with 3 free failures per account:

@@ -17,6 +17,9 @@ import (
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 	"github.com/sirupsen/logrus"
+
+	"github.com/dpsql/dpsql/engine"
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 )
 
 // Limits bound what one statement, one account and one connection may use,
@@ -81,7 +84,7 @@ func DefaultLimits() Limits {
 		MaxNesting:               200,
 		MaxInList:                10_000,
 		MaxExecutionTime:         10 * time.Minute,
-		MaxStringBytes:           4 << 20,
+		MaxStringBytes:           engine.DefaultMaxStringBytes,
 		MaxStatementsPerAccount:  8,
 		MaxConnections:           256,
 		AdminConnections:         8,
@@ -193,7 +196,7 @@ func (l Limits) CheckStatementText(text string) error {
 }
 
 // ERTooHighLevelOfNesting is MySQL's ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT.
-const ERTooHighLevelOfNesting = 1473
+const ERTooHighLevelOfNesting = mysqlerr.TooHighLevelOfNestingForSelect
 
 // isOperator reports whether a token type is a unary or binary operator.
 func isOperator(typ int) bool {

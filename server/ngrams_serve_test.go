@@ -3,20 +3,20 @@ package server_test
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	gmssql "github.com/dolthub/go-mysql-server/sql"
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/testengine"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/demo"
 	"github.com/dpsql/dpsql/server/storage"
@@ -161,55 +161,36 @@ func TestServerNgrams(t *testing.T) {
 // charge reaches the client as the Governor's error.
 func TestServerNgramsGoverned(t *testing.T) {
 	reads := new(atomic.Int64)
-	gov := &fakeGov{analysts: map[string]bool{"alice": true}, units: map[string]string{"mydb.notes": "user_id"}, reads: reads}
+	gov := &testengine.FakeGov{Analysts: map[string]bool{"alice": true}, Units: map[string]string{"mydb.notes": "user_id"}, Reads: reads}
 	e, err := server.NewEngine(server.Config{
-		Provider:  countingProvider{Provider: ngramsProvider(t), reads: reads},
+		Provider:  testengine.CountingProvider{Provider: testengine.NgramsProvider(t), Reads: reads},
 		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }, Governor: gov},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.NewServer(e, server.ServerConfig{Listener: ln, DefaultDatabase: "mydb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	t.Cleanup(func() {
-		s.Shutdown(2 * time.Second)
-		e.Close()
-	})
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "alice", "tcp", s.Addr(), "mydb"
-	connector, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(connector)
-	t.Cleanup(func() { db.Close() })
+	s := testserver.Serve(t, e, server.ServerConfig{DefaultDatabase: "mydb"})
+	db := testmysql.Connect(t, testmysql.Login{Addr: s.Addr(), User: "alice", DB: "mydb"})
 
 	const q = "SELECT COUNT(*) FROM DP_NGRAMS(?, 'body', ?, 'epsilon=0.5, alpha=6, eta=1e-9')"
 	var n int
 	if err := db.QueryRow(q, "notes", "user_id").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	gov.mu.Lock()
-	charges := gov.charges
-	gov.mu.Unlock()
+	gov.Mu.Lock()
+	charges := gov.Charges
+	gov.Mu.Unlock()
 	if len(charges) != 1 || charges[0].Query != q || charges[0].Epsilon != 0.5 || charges[0].Table != "notes" {
 		t.Fatalf("charges %+v", charges)
 	}
-	gov.counts()
+	gov.Counts()
 
-	gov.chargeErr = errors.New("privacy budget exceeded: no ε left")
+	gov.ChargeErr = errors.New("privacy budget exceeded: no ε left")
 	err = db.QueryRow(q, "notes", "user_id").Scan(&n)
 	if err == nil || !strings.Contains(err.Error(), "privacy budget exceeded: no ε left") {
 		t.Fatalf("refused charge: %v", err)
 	}
-	if _, _, r := gov.counts(); r != 0 {
+	if _, _, r := gov.Counts(); r != 0 {
 		t.Fatalf("%d scans after a refused charge", r)
 	}
 	var me *gomysql.MySQLError

@@ -25,7 +25,7 @@ func prebuildIndexes(ix *release.Indexes, p *storage.Provider, analysts int, pro
 			continue
 		}
 		tbl, ok := db.Table(t.Table)
-		if !ok {
+		if !ok || tbl.PushdownSource() != nil { // push-down: no rows to index
 			continue
 		}
 		tables = append(tables, release.PrebuildTable{DB: db.Name(), Name: tbl.Name(), Table: tbl, UnitCol: t.PrivacyUnit})

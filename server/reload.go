@@ -279,7 +279,7 @@ func (ds *datasets) reload(ctx context.Context, d *dataset, why string) error {
 	}
 	db.ReplaceTable(t)
 	ds.succeeded(d, l, gov.Generation(cfg.Database, cfg.Table))
-	if cfg.Protected() && ds.swapped != nil {
+	if cfg.Protected() && ds.swapped != nil && t.PushdownSource() == nil {
 		ds.swapped(db.Name(), t.Name(), cfg.PrivacyUnit, t)
 	}
 	if used := memoryInUse(); ds.memLimit > 0 && used > ds.memLimit/10*8 {
@@ -355,6 +355,9 @@ func (ds *datasets) build(ctx context.Context, cfg config.Dataset, source string
 	what := "public"
 	if cfg.Protected() {
 		what = "protected, privacy unit " + cfg.PrivacyUnit
+		if cfg.Pushdown() {
+			what += "; push-down: its rows stay in the source, which each release reads"
+		}
 		if !slices.ContainsFunc(info.Columns, func(c storage.Column) bool { return strings.EqualFold(c.Name, cfg.PrivacyUnit) }) {
 			return nil, fmt.Errorf("dataset %s: privacy unit %s is not a column of the source (it has %s): fix privacy_unit or the source", cfg.QualifiedName(), cfg.PrivacyUnit, strings.Join(cols, ", "))
 		}
@@ -427,7 +430,11 @@ func (ds *datasets) buildDB(ctx context.Context, cfg config.Dataset) (*storage.T
 		}
 		cols = append(cols, storage.DBColumn{Name: c.Name, Source: c.Source, Type: t})
 	}
-	t, info, err := storage.LoadDB(ctx, cfg.Table, storage.DBSource{Driver: s.Driver, DSN: dsn, Table: s.Table, Query: s.Query, Describe: s.Describe()},
+	load := storage.LoadDB
+	if cfg.Pushdown() {
+		load = storage.LoadDBSchema // the schema only: the rows stay in the source
+	}
+	t, info, err := load(ctx, cfg.Table, storage.DBSource{Driver: s.Driver, DSN: dsn, Table: s.Table, Query: s.Query, Describe: s.Describe()},
 		storage.DBLoadOptions{
 			Columns:  cols,
 			Progress: ds.progress,

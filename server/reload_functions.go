@@ -13,6 +13,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/server/governance"
 )
 
@@ -81,7 +82,7 @@ func adminOnly(ctx *sql.Context, gov *governance.Governor, what string) error {
 	if gov.SessionRole(ctx) == governance.Admin {
 		return nil
 	}
-	return mysql.NewSQLError(1142, "42000", "%s is refused for '%s': only administrators reload datasets or see their sources", what, governance.User(ctx))
+	return mysql.NewSQLError(mysqlerr.TableAccessDenied, "42000", "%s is refused for '%s': only administrators reload datasets or see their sources", what, governance.User(ctx))
 }
 
 // datasetsFunction is DP_DATASETS() (no argument) or DP_RELOAD('db.table').

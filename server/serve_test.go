@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/dpsql/dpsql/internal/testengine"
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/demo"
 	"github.com/dpsql/dpsql/server/storage"
@@ -24,7 +26,7 @@ import (
 // on a random loopback port and returns its address.
 func startServer(t *testing.T) string {
 	t.Helper()
-	p := testProvider(t)
+	p := testengine.Provider(t)
 	db, _, err := demo.New()
 	if err != nil {
 		t.Fatal(err)
@@ -32,39 +34,17 @@ func startServer(t *testing.T) string {
 	if err := p.AddDatabase(db); err != nil {
 		t.Fatal(err)
 	}
-	e, err := server.NewEngine(server.Config{Provider: p, Functions: seeded()})
+	e, err := server.NewEngine(server.Config{Provider: p, Functions: testengine.Seeded()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.NewServer(e, server.ServerConfig{Listener: ln, DefaultDatabase: "mydb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	t.Cleanup(func() {
-		s.Shutdown(2 * time.Second)
-		e.Close()
-	})
+	s := testserver.Serve(t, e, server.ServerConfig{DefaultDatabase: "mydb"})
 	return s.Addr()
 }
 
 func openDB(t *testing.T, addr, db string) *sql.DB {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User = "anyone"
-	cfg.Net = "tcp"
-	cfg.Addr = addr
-	cfg.DBName = db
-	conn, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testmysql.Connect(t, testmysql.Login{Addr: addr, User: "anyone", DB: db})
 }
 
 // TestServerGoDriver runs DP_SET_UNION through go-sql-driver/mysql on a
@@ -199,7 +179,7 @@ func TestServerMariaDBClient(t *testing.T) {
 // TestStorageMetadata checks what information_schema and SHOW TABLE STATUS
 // say about tables, and that a table with hidden counts reports none.
 func TestStorageMetadata(t *testing.T) {
-	p := testProvider(t)
+	p := testengine.Provider(t)
 	mydb, _ := p.Lookup("mydb")
 	visits, _ := mydb.Table("visits")
 	mydb.ReplaceTable(visits.WithRowCounts(storage.HiddenCounts))
@@ -208,13 +188,7 @@ func TestStorageMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	s, err := server.NewServer(e, server.ServerConfig{Listener: ln, DefaultDatabase: "mydb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	defer s.Close()
+	s := testserver.Serve(t, e, server.ServerConfig{DefaultDatabase: "mydb"})
 	db := openDB(t, s.Addr(), "mydb")
 	var rows int64
 	if err := db.QueryRow("SELECT table_rows FROM information_schema.tables WHERE table_schema = 'mydb' AND table_name = 'visits'").Scan(&rows); err != nil {

@@ -1,40 +1,21 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	dbsql "database/sql"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dpsql/dpsql/internal/testdb"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
 )
-
-// syncLog is a log the test reads while the server writes it.
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // ordersRows are INSERT values for users from..to: every user orders item
 // k%5 and item (k+1)%5.
@@ -55,28 +36,22 @@ type sourceDeployment struct {
 	my, pg *testdb.Server
 	dir    string
 	cfg    string
-	log    *syncLog
+	log    *testserver.Log
 }
 
 func newSourceDeployment(t *testing.T) *sourceDeployment {
 	t.Helper()
-	d := &sourceDeployment{my: testdb.MariaDB(t), pg: testdb.PostgreSQL(t), dir: t.TempDir(), log: &syncLog{}}
+	d := &sourceDeployment{my: testdb.MariaDB(t), pg: testdb.PostgreSQL(t), dir: t.TempDir(), log: &testserver.Log{}}
 	create := "CREATE TABLE orders (user_id BIGINT NOT NULL, item VARCHAR(32) NOT NULL, amount DECIMAL(10,2))"
 	d.my.Exec(t, create, "INSERT INTO orders VALUES "+ordersRows(1, 400))
 	d.pg.Exec(t, create, "INSERT INTO orders VALUES "+ordersRows(1, 400))
 	t.Setenv("DPSQL_TEST_MYSQL_DSN", d.my.DSN)
 	os.Unsetenv("DPSQL_TEST_UNSET_DSN")
-	write(t, filepath.Join(d.dir, "pg.dsn"), d.pg.DSN+"\n")
-	write(t, filepath.Join(d.dir, "visits.tsv"), "1\t/a\n2\t/b\n")
-	hash := func(pw string) string {
-		h, err := config.HashPassword(config.NativePassword, pw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h.String()
-	}
+	testmysql.WriteFile(t, filepath.Join(d.dir, "pg.dsn"), d.pg.DSN+"\n")
+	testmysql.WriteFile(t, filepath.Join(d.dir, "visits.tsv"), "1\t/a\n2\t/b\n")
+	hash := func(pw string) string { return testserver.HashPassword(t, config.NativePassword, pw) }
 	d.cfg = filepath.Join(d.dir, "dpsql.yaml")
-	write(t, d.cfg, fmt.Sprintf(`listen: 127.0.0.1:0
+	testmysql.WriteFile(t, d.cfg, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 accounting: {method: basic}
 defaults: {epsilon: 1, delta: 1e-7, max_items: 10}
@@ -138,21 +113,7 @@ accounts:
 
 func (d *sourceDeployment) start(t *testing.T) (*server.Governed, *dbsql.DB, *dbsql.DB) {
 	t.Helper()
-	cfg, err := config.Load(d.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := server.NewGoverned(server.GovernedOptions{Config: cfg, Listener: ln, Log: d.log, LedgerLockTimeout: 5 * time.Second})
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	go s.Serve()
-	t.Cleanup(func() { s.Shutdown(time.Second) })
+	s := testserver.Governed(t, server.GovernedOptions{Config: testserver.Load(t, d.cfg), Log: d.log, LedgerLockTimeout: 5 * time.Second})
 	var dep deployment
 	admin := dep.connect(t, s.Addr(), "admin", adminPass, false)
 	alice := dep.connect(t, s.Addr(), "alice", alicePass, false)
@@ -247,9 +208,9 @@ func TestDatabaseSources(t *testing.T) {
 	}
 
 	// Analysts may not reload nor see the sources.
-	wantCode(t, "analyst DP_RELOAD", reload(alice, "orders"), 1142)
+	testmysql.WantErrNo(t, "analyst DP_RELOAD", reload(alice, "orders"), 1142)
 	_, err := alice.QueryContext(ctx, "SELECT * FROM DP_DATASETS()")
-	wantCode(t, "analyst DP_DATASETS", err, 1142)
+	testmysql.WantErrNo(t, "analyst DP_DATASETS", err, 1142)
 
 	release := func(table string) []string {
 		t.Helper()
@@ -350,7 +311,7 @@ func TestDatabaseSources(t *testing.T) {
 	genF, _, _ := datasetRow(t, admin, "visits")
 	genFC, _, _ := datasetRow(t, admin, "visits_c")
 	time.Sleep(10 * time.Millisecond) // a later modification time
-	write(t, filepath.Join(d.dir, "visits.tsv"), "1\t/a\n2\t/b\n")
+	testmysql.WriteFile(t, filepath.Join(d.dir, "visits.tsv"), "1\t/a\n2\t/b\n")
 	for _, tbl := range []string{"visits", "visits_c"} {
 		if err := reload(admin, tbl); err != nil {
 			t.Fatal(err)

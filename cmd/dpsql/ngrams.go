@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"runtime/metrics"
 	"strconv"
@@ -57,26 +59,76 @@ type levelSummary struct {
 	PeakHeapBytes uint64 `json:"peak_heap_bytes"`
 }
 
+// ngramsFlags are the flags of `dpsql ngrams`.
+type ngramsFlags struct {
+	in       cli.InputFlags
+	maxN     *int
+	eps      *float64
+	delta    *float64
+	maxItems *int
+	levelMax *string
+	mech     *string
+	update   *string
+	alpha    *float64
+	eta      *float64
+	split    *string
+	output   *string
+	seed     *string
+	quiet    *bool
+	workers  *int
+}
+
+func (f *ngramsFlags) register(fs *flag.FlagSet) {
+	f.in.Register(fs, true)
+	d := ngrams.Defaults()
+	f.maxN = fs.Int("max-n", d.MaxN, fmt.Sprintf("T: longest n-grams to extract (1 to %d)", ngrams.MaxMaxN))
+	f.eps = fs.Float64("epsilon", d.Epsilon, "privacy parameter ε > 0 of the whole extraction")
+	f.delta = fs.Float64("delta", d.Delta, "privacy parameter δ in (0, 1) of the whole extraction")
+	f.maxItems = fs.Int("max-items", d.MaxItems, "Δ: most n-grams kept per user and level (sampled uniformly after pruning)")
+	f.levelMax = fs.String("level-max-items", "", "Δ_k per level, comma-separated (for example 100,50,50); missing or 0 entries use --max-items")
+	f.mech = fs.String("mechanism", string(d.Mechanism), "DPSU mechanism of the unigram level: count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips (3 rounds)")
+	f.update = fs.String("update", "", "update rule of the levels n ≥ 2: weighted_gaussian, policy_gaussian_l2 (default weighted_gaussian, Kim et al.'s choice)")
+	fs.Var(cli.OptionalFloat(&f.alpha), "alpha", "cutoff parameter `α` ≥ 0 of the policies, Γ = ρ + α·σ (default 3)")
+	f.eta = fs.Float64("eta", d.Eta, "η in (0, 1): levels n ≥ 2 expect about η·|S_{n−1}| spurious n-grams")
+	f.split = fs.String("budget-split", "uniform", "share of the Gaussian budget per level: uniform, or geometric:r (level n gets a share ∝ r^(n−1); r > 1 favours longer n-grams)")
+	f.output = fs.String("output", "", "write released n-grams to this file instead of stdout")
+	f.seed = fs.String("seed", "", "seed the random source (tests only: the run becomes reproducible and therefore NOT private)")
+	f.quiet = fs.Bool("quiet", false, "no progress output")
+	f.workers = fs.Int("workers", 0, "goroutines that tokenise and intern rows (default GOMAXPROCS); the output does not depend on it")
+}
+
+// options converts the flags to the extraction's options; errors are usage
+// errors naming the flag.
+func (f *ngramsFlags) options() (ngrams.Options, error) {
+	o := ngrams.Options{MaxN: *f.maxN, Epsilon: *f.eps, Delta: *f.delta, MaxItems: *f.maxItems, Eta: *f.eta, Alpha: f.alpha}
+	var err error
+	if o.Mechanism, err = setunion.ParseMechanism(*f.mech); err != nil {
+		return o, usageError{fmt.Errorf("--mechanism: %w", err)}
+	}
+	if *f.update != "" {
+		if o.Update, err = setunion.ParseMechanism(*f.update); err != nil {
+			return o, usageError{fmt.Errorf("--update: %w", err)}
+		}
+	}
+	if o.BudgetSplit, err = ngrams.ParseBudgetSplit(*f.split); err != nil {
+		return o, usageError{err}
+	}
+	if *f.levelMax != "" {
+		for _, v := range strings.Split(*f.levelMax, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return o, usagef("--level-max-items: %q is not an integer (give comma-separated integers, for example 100,50,50)", v)
+			}
+			o.LevelMaxItems = append(o.LevelMaxItems, n)
+		}
+	}
+	return o, nil
+}
+
 func runNgrams(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("ngrams", stderr)
-	var in cli.InputFlags
-	in.Register(fs, true)
-	d := ngrams.Defaults()
-	maxN := fs.Int("max-n", d.MaxN, fmt.Sprintf("T: longest n-grams to extract (1 to %d)", ngrams.MaxMaxN))
-	eps := fs.Float64("epsilon", d.Epsilon, "privacy parameter ε > 0 of the whole extraction")
-	delta := fs.Float64("delta", d.Delta, "privacy parameter δ in (0, 1) of the whole extraction")
-	maxItems := fs.Int("max-items", d.MaxItems, "Δ: most n-grams kept per user and level (sampled uniformly after pruning)")
-	levelMax := fs.String("level-max-items", "", "Δ_k per level, comma-separated (for example 100,50,50); missing or 0 entries use --max-items")
-	mech := fs.String("mechanism", string(d.Mechanism), "DPSU mechanism of the unigram level: count_gaussian, weighted_gaussian, policy_gaussian_l2, dp_sips (3 rounds)")
-	update := fs.String("update", "", "update rule of the levels n ≥ 2: weighted_gaussian, policy_gaussian_l2 (default weighted_gaussian, Kim et al.'s choice)")
-	var alpha *float64
-	fs.Var(cli.OptionalFloat(&alpha), "alpha", "cutoff parameter `α` ≥ 0 of the policies, Γ = ρ + α·σ (default 3)")
-	eta := fs.Float64("eta", d.Eta, "η in (0, 1): levels n ≥ 2 expect about η·|S_{n−1}| spurious n-grams")
-	split := fs.String("budget-split", "uniform", "share of the Gaussian budget per level: uniform, or geometric:r (level n gets a share ∝ r^(n−1); r > 1 favours longer n-grams)")
-	output := fs.String("output", "", "write released n-grams to this file instead of stdout")
-	seed := fs.String("seed", "", "seed the random source (tests only: the run becomes reproducible and therefore NOT private)")
-	quiet := fs.Bool("quiet", false, "no progress output")
-	workers := fs.Int("workers", 0, "goroutines that tokenise and intern rows (default GOMAXPROCS); the output does not depend on it")
+	var fl ngramsFlags
+	fl.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dpsql ngrams --input FILE[.gz] --user-column N --text-column N [options]")
 		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, n-grams of 1 to --max-n tokens of the")
@@ -87,60 +139,54 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := in.Validate(); err != nil {
+	if err := fl.in.Validate(); err != nil {
 		return usageError{err}
 	}
-	o := ngrams.Options{MaxN: *maxN, Epsilon: *eps, Delta: *delta, MaxItems: *maxItems, Eta: *eta}
-	var err error
-	if o.Mechanism, err = setunion.ParseMechanism(*mech); err != nil {
-		return usageError{fmt.Errorf("--mechanism: %w", err)}
-	}
-	if *update != "" {
-		if o.Update, err = setunion.ParseMechanism(*update); err != nil {
-			return usageError{fmt.Errorf("--update: %w", err)}
-		}
-	}
-	o.Alpha = alpha
-	if o.BudgetSplit, err = ngrams.ParseBudgetSplit(*split); err != nil {
-		return usageError{err}
-	}
-	if *levelMax != "" {
-		for _, f := range strings.Split(*levelMax, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return usagef("--level-max-items: %q is not an integer (give comma-separated integers, for example 100,50,50)", f)
-			}
-			o.LevelMaxItems = append(o.LevelMaxItems, n)
-		}
+	o, err := fl.options()
+	if err != nil {
+		return err
 	}
 	ex, err := ngrams.New(o)
 	if err != nil {
 		return usageError{err}
 	}
 	cli.WarnDelta(stderr, o.Delta)
-	rng, err := cli.Rand(*seed, stderr)
+	rng, err := cli.Rand(*fl.seed, stderr)
 	if err != nil {
 		return usageError{err}
 	}
 	var progress io.Writer = stderr
-	if *quiet {
+	if *fl.quiet {
 		progress = nil
 	}
+	sum, ngs, err := extractNgrams(&fl, ex, rng, progress)
+	if err != nil {
+		return err
+	}
+	cli.WarnDeltaUsers(stderr, o.Delta, sum.Users)
+	if err := writeFileOr(stdout, *fl.output, func(w io.Writer) error { return writeNgrams(w, ngs) }); err != nil {
+		return fmt.Errorf("writing released n-grams: %w", err)
+	}
+	return cli.WriteJSON(stderr, sum)
+}
 
+// extractNgrams reads the input into ex, runs the extraction and returns
+// its summary and the released n-grams.
+func extractNgrams(fl *ngramsFlags, ex *ngrams.Extractor, rng *rand.Rand, progress io.Writer) (ngramsSummary, []ngrams.NGram, error) {
 	heap := startHeapSampler()
 	defer heap.stop()
 	start := time.Now()
 	// Rows are tokenised and interned in batches on up to --workers
 	// goroutines and added in input order (ngrams.Batch), so the seeded
 	// output does not depend on the number of workers.
-	if _, err := cli.RowsParallel(&in, progress, *workers, func() *ngrams.Batch { return new(ngrams.Batch) },
+	if _, err := cli.RowsParallel(&fl.in, progress, *fl.workers, func() *ngrams.Batch { return new(ngrams.Batch) },
 		func(rb *cli.RowBlock, bt *ngrams.Batch) {
 			bt.Reset()
 			for i := range rb.Len() {
 				bt.AddRow(rb.Row(i))
 			}
 		}, ex.AddBatch); err != nil {
-		return err
+		return ngramsSummary{}, nil, err
 	}
 	readDone := time.Now()
 	plan := ex.Plan()
@@ -155,30 +201,11 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	}
 	res, err := ex.Run(rng)
 	if err != nil {
-		return err
+		return ngramsSummary{}, nil, err
 	}
 	runDone := time.Now()
-	cli.WarnDeltaUsers(stderr, o.Delta, res.Input.Users)
-
-	out := stdout
-	var f *os.File
-	if *output != "" {
-		if f, err = os.Create(*output); err != nil {
-			return err
-		}
-		defer f.Close()
-		out = f
-	}
-	if err := writeNgrams(out, res.NGrams); err != nil {
-		return fmt.Errorf("writing released n-grams: %w", err)
-	}
-	if f != nil {
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	return cli.WriteJSON(stderr, ngramsSummary{
-		Input:          in.Input,
+	return ngramsSummary{
+		Input:          fl.in.Input,
 		MaxN:           plan.MaxN,
 		Epsilon:        plan.Epsilon,
 		Delta:          plan.Delta,
@@ -198,8 +225,25 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 		RunSeconds:     runDone.Sub(readDone).Seconds(),
 		PeakHeapBytes:  heap.max(),
 		MaxRSSBytes:    maxRSS(),
-		Seeded:         *seed != "",
-	})
+		Seeded:         *fl.seed != "",
+	}, res.NGrams, nil
+}
+
+// writeFileOr calls write with the file at path (created or truncated), or
+// with stdout when path is empty, and reports the file's Close error.
+func writeFileOr(stdout io.Writer, path string, write func(io.Writer) error) error {
+	if path == "" {
+		return write(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeNgrams writes "n<TAB>ngram" lines.

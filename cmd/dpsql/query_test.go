@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"os"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 func TestQueryDemo(t *testing.T) {
@@ -130,13 +129,7 @@ func TestServe(t *testing.T) {
 	if !strings.Contains(banner.String(), "SYNTHETIC") {
 		t.Errorf("banner does not label the demo data:\n%s", banner.String())
 	}
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "me", "tcp", addr
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testmysql.Connect(t, testmysql.Login{Addr: addr, User: "me"})
 	var j string
 	if err := db.QueryRow("SELECT DP_SET_UNION(word, user_id) FROM words").Scan(&j); err != nil {
 		t.Fatal(err)

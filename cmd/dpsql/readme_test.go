@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
 	"github.com/dpsql/dpsql/internal/testenv"
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -188,7 +186,7 @@ type readmeServer struct {
 	addr      string // where it really listens
 	passwords map[string]string
 	cmd       *exec.Cmd
-	stderr    *lockedBuffer
+	stderr    *testserver.Log
 	done      chan struct{} // closed when the process has exited
 }
 
@@ -472,7 +470,7 @@ func (h *readmeHarness) serve(t *testing.T, line string, args []string) {
 	cmd.Env = append(os.Environ(), "DPSQL_TEST_MAIN=1",
 		"DPSQL_ANALYST_PASSWORD="+readmeDemoPasswords["analyst"], "DPSQL_ADMIN_PASSWORD="+readmeDemoPasswords["admin"])
 	pr, pw := io.Pipe()
-	s := &readmeServer{key: key, passwords: passwords, cmd: cmd, stderr: &lockedBuffer{}}
+	s := &readmeServer{key: key, passwords: passwords, cmd: cmd, stderr: &testserver.Log{}}
 	cmd.Stderr = io.MultiWriter(pw, s.stderr)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -606,9 +604,7 @@ func (h *readmeHarness) mysql(t *testing.T, line string, args []string) {
 func (h *readmeHarness) sql(t *testing.T, body string) {
 	t.Helper()
 	s := h.server(t, "127.0.0.1", "3306")
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = "analyst", s.passwords["analyst"], "tcp", s.addr, "demo"
-	db, err := sql.Open("mysql", cfg.FormatDSN())
+	db, err := testmysql.Open(testmysql.Login{Addr: s.addr, User: "analyst", Password: s.passwords["analyst"], DB: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,11 +624,10 @@ func (h *readmeHarness) sql(t *testing.T, body string) {
 			err = rows.Err()
 			rows.Close()
 		}
-		var me *gomysql.MySQLError
 		switch {
 		case st.wantErr == 0 && err != nil:
 			t.Errorf("%s: %v", st.text, err)
-		case st.wantErr != 0 && (!errors.As(err, &me) || int(me.Number) != st.wantErr):
+		case st.wantErr != 0 && int(testmysql.ErrNo(err)) != st.wantErr:
 			t.Errorf("%s: %v, want MySQL error %d", st.text, err, st.wantErr)
 		}
 	}
@@ -693,24 +688,6 @@ func (h *readmeHarness) python(t *testing.T, code string) {
 		return h.server(t, "127.0.0.1", strings.TrimPrefix(m, "127.0.0.1:")).addr
 	})
 	h.exec(t, "python block", interp, []string{"-c", code}, "", "")
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and other readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestReadmeParsing checks the harness's reading of README text: fences,

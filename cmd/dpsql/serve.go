@@ -42,23 +42,7 @@ type serveFlags struct {
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	var f serveFlags
-	fs.StringVar(&f.config, "config", "", "YAML configuration of the governed server (datasets, accounts, budgets, TLS, data_dir); see examples/dpsql.yaml. Without it: the embedded demo on localhost")
-	fs.StringVar(&f.addr, "addr", "", "address to listen on, host:port (default: the configuration's listen, else "+config.DefaultListen+")")
-	fs.StringVar(&f.dataDir, "data-dir", "", "directory of the privacy-budget ledger (embedded demo: default $XDG_STATE_HOME/dpsql/demo or ~/.local/state/dpsql/demo; with --config: instead of the file's data_dir); one server at a time")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running statements may finish before they are canceled")
-	fs.BoolVar(&f.verbose, "verbose", false, "log connections and failed queries")
-	fs.BoolVar(&f.ungoverned, "ungoverned", false, "run the local single-user server instead: no accounts, no protected tables, no budgets (with --load, --no-demo)")
-	f.data.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dpsql [serve] [--config FILE] [--addr HOST:PORT] [--data-dir DIR]")
-		fmt.Fprintln(stderr, "       dpsql serve --ungoverned [--addr HOST:PORT] [--load [DB.]TABLE=FILE …] [--no-demo]")
-		fmt.Fprintln(stderr, "\nStarts the governed MySQL-compatible server: administrators run any SQL; analysts read public tables")
-		fmt.Fprintln(stderr, "and obtain only differentially private releases over protected tables, each charged to their privacy")
-		fmt.Fprintln(stderr, "budget in a ledger on disk. Without --config it serves the synthetic demo database on 127.0.0.1 with")
-		fmt.Fprintln(stderr, "an analyst and an admin account whose random passwords are printed once at start (set")
-		fmt.Fprintf(stderr, "%s / %s to choose them).\n\nflags:\n", server.EnvAnalystPassword, server.EnvAdminPassword)
-		fs.PrintDefaults()
-	}
+	f.register(fs, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -86,63 +70,19 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
-	var (
-		opts     server.GovernedOptions
-		cred     server.Credentials
-		embedded = f.config == ""
-		served   bool // the server owns opts.Listener
-	)
-	if embedded {
-		// Listen before generating the demo data, so that a port in use
-		// fails at once.
-		addr := cmp.Or(f.addr, config.DefaultListen)
-		if err := server.CheckDemoAddress(addr); err != nil {
-			return usageError{err}
-		}
-		ln, err := server.Listen(addr)
-		if err != nil {
-			return startError(err, true, "")
-		}
-		defer func() {
-			if opts.Listener != nil && !served {
-				opts.Listener.Close()
-			}
-		}()
-		opts, cred, err = server.Demo(server.DemoOptions{
-			Listen:          addr,
-			DataDir:         f.dataDir,
-			AnalystPassword: os.Getenv(server.EnvAnalystPassword),
-			AdminPassword:   os.Getenv(server.EnvAdminPassword),
-		})
-		if err != nil {
-			ln.Close()
-			return usageError{err}
-		}
-		opts.Listener = ln
-	} else {
-		cfg, err := config.Load(f.config)
-		if err != nil {
-			return err
-		}
-		if f.dataDir != "" {
-			if cfg.DataDir, err = filepath.Abs(f.dataDir); err != nil {
-				return usagef("--data-dir %q: %v", f.dataDir, err)
-			}
-		}
-		if f.addr != "" {
-			if _, _, err := net.SplitHostPort(f.addr); err != nil {
-				return usagef("--addr %q: %v (write HOST:PORT, e.g. 127.0.0.1:3306)", f.addr, err)
-			}
-			cfg.Listen = f.addr
-		}
-		opts.Config = cfg
+	embedded := f.config == ""
+	opts, cred, err := governedOptions(f)
+	if err != nil {
+		return err
 	}
 	opts.Log = stderr
 	s, err := server.NewGoverned(opts)
 	if err != nil {
+		if opts.Listener != nil {
+			opts.Listener.Close()
+		}
 		return startError(err, embedded, f.config)
 	}
-	served = true
 	host, port, _ := net.SplitHostPort(s.Addr())
 	fmt.Fprintf(stderr, "dpsql: listening on %s (governed; started in %.1fs)\n", s.Addr(), time.Since(start).Seconds())
 	if embedded {
@@ -151,14 +91,91 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "WARNING: %s is reachable from the network without TLS: passwords (mysql_native_password) and results travel in clear text; configure tls:\n", s.Addr())
 	}
 	fmt.Fprintln(stderr, "Stop with Ctrl-C (running statements get", f.shutdownTimeout, "to finish).")
+	return serveUntilStopped(s, f.shutdownTimeout, stderr)
+}
 
+// register adds the flags of `dpsql serve` to fs.
+func (f *serveFlags) register(fs *flag.FlagSet, stderr io.Writer) {
+	fs.StringVar(&f.config, "config", "", "YAML configuration of the governed server (datasets, accounts, budgets, TLS, data_dir); see examples/dpsql.yaml. Without it: the embedded demo on localhost")
+	fs.StringVar(&f.addr, "addr", "", "address to listen on, host:port (default: the configuration's listen, else "+config.DefaultListen+")")
+	fs.StringVar(&f.dataDir, "data-dir", "", "directory of the privacy-budget ledger (embedded demo: default $XDG_STATE_HOME/dpsql/demo or ~/.local/state/dpsql/demo; with --config: instead of the file's data_dir); one server at a time")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running statements may finish before they are canceled")
+	fs.BoolVar(&f.verbose, "verbose", false, "log connections and failed queries")
+	fs.BoolVar(&f.ungoverned, "ungoverned", false, "run the local single-user server instead: no accounts, no protected tables, no budgets (with --load, --no-demo)")
+	f.data.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dpsql [serve] [--config FILE] [--addr HOST:PORT] [--data-dir DIR]")
+		fmt.Fprintln(stderr, "       dpsql serve --ungoverned [--addr HOST:PORT] [--load [DB.]TABLE=FILE …] [--no-demo]")
+		fmt.Fprintln(stderr, "\nStarts the governed MySQL-compatible server: administrators run any SQL; analysts read public tables")
+		fmt.Fprintln(stderr, "and obtain only differentially private releases over protected tables, each charged to their privacy")
+		fmt.Fprintln(stderr, "budget in a ledger on disk. Without --config it serves the synthetic demo database on 127.0.0.1 with")
+		fmt.Fprintln(stderr, "an analyst and an admin account whose random passwords are printed once at start (set")
+		fmt.Fprintf(stderr, "%s / %s to choose them).\n\nflags:\n", server.EnvAnalystPassword, server.EnvAdminPassword)
+		fs.PrintDefaults()
+	}
+}
+
+// governedOptions returns the governed server's options: the embedded demo
+// (listening already, so that a port in use fails before the demo data is
+// generated, with its generated credentials) or the --config file with the
+// flags that override it.
+func governedOptions(f serveFlags) (server.GovernedOptions, server.Credentials, error) {
+	var (
+		opts server.GovernedOptions
+		cred server.Credentials
+	)
+	if f.config != "" {
+		cfg, err := config.Load(f.config)
+		if err != nil {
+			return opts, cred, err
+		}
+		if f.dataDir != "" {
+			if cfg.DataDir, err = filepath.Abs(f.dataDir); err != nil {
+				return opts, cred, usagef("--data-dir %q: %v", f.dataDir, err)
+			}
+		}
+		if f.addr != "" {
+			if _, _, err := net.SplitHostPort(f.addr); err != nil {
+				return opts, cred, usagef("--addr %q: %v (write HOST:PORT, e.g. 127.0.0.1:3306)", f.addr, err)
+			}
+			cfg.Listen = f.addr
+		}
+		opts.Config = cfg
+		return opts, cred, nil
+	}
+	addr := cmp.Or(f.addr, config.DefaultListen)
+	if err := server.CheckDemoAddress(addr); err != nil {
+		return opts, cred, usageError{err}
+	}
+	ln, err := server.Listen(addr)
+	if err != nil {
+		return opts, cred, startError(err, true, "")
+	}
+	opts, cred, err = server.Demo(server.DemoOptions{
+		Listen:          addr,
+		DataDir:         f.dataDir,
+		AnalystPassword: os.Getenv(server.EnvAnalystPassword),
+		AdminPassword:   os.Getenv(server.EnvAdminPassword),
+	})
+	if err != nil {
+		ln.Close()
+		return opts, cred, usageError{err}
+	}
+	opts.Listener = ln
+	return opts, cred, nil
+}
+
+// serveUntilStopped serves s until it fails, the process gets SIGINT or
+// SIGTERM, or serveStop fires (tests); running statements then get
+// shutdownTimeout to finish.
+func serveUntilStopped(s *server.Governed, shutdownTimeout time.Duration, stderr io.Writer) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve() }()
 	stop := func() error {
-		canceled, err := s.Shutdown(f.shutdownTimeout)
+		canceled, err := s.Shutdown(shutdownTimeout)
 		if canceled > 0 {
 			fmt.Fprintf(stderr, "dpsql: canceled %d running statement(s)\n", canceled)
 		}
@@ -172,7 +189,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	case <-serveStop:
 		return stop()
 	case <-sig:
-		fmt.Fprintf(stderr, "dpsql: shutting down (running statements get %v to finish)\n", f.shutdownTimeout)
+		fmt.Fprintf(stderr, "dpsql: shutting down (running statements get %v to finish)\n", shutdownTimeout)
 		return stop()
 	case err := <-done:
 		s.Shutdown(0)

@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
-
+	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -91,7 +91,7 @@ func TestServeEmbeddedDefault(t *testing.T) {
 		t.Errorf("DP_BUDGET: spent %v in %d releases, %v", spent, releases, err)
 	}
 	var c int
-	if err := analyst.QueryRow("SELECT user_id FROM words LIMIT 1").Scan(&c); mysqlNumber(err) != 1142 {
+	if err := analyst.QueryRow("SELECT user_id FROM words LIMIT 1").Scan(&c); testmysql.ErrNo(err) != 1142 {
 		t.Errorf("raw read as analyst: %v", err)
 	}
 	admin := openAs(t, addr, "admin", pass["admin"], "demo")
@@ -294,7 +294,7 @@ func TestLedgerKilledMidRelease(t *testing.T) {
 type serveProcess struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *syncBuffer
+	stderr *testserver.Log
 }
 
 // startServeProcess runs this test binary as `dpsql serve` (embedded demo)
@@ -317,13 +317,13 @@ func startServeProcess(t *testing.T, dataDir, analystPW, adminPW string) *serveP
 			cmd.Wait()
 		}
 	})
-	p := &serveProcess{cmd: cmd, stderr: &syncBuffer{}}
+	p := &serveProcess{cmd: cmd, stderr: &testserver.Log{}}
 	addrc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sent := false
 		for sc.Scan() {
-			p.stderr.WriteString(sc.Text() + "\n")
+			fmt.Fprintln(p.stderr, sc.Text())
 			if m := listenRe.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				addrc <- m[1]
 				sent = true
@@ -364,41 +364,7 @@ func waitListening(t *testing.T, r io.Reader) (addr, banner string) {
 
 func openAs(t *testing.T, addr, user, password, database string) *sql.DB {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", addr, database
-	cfg.Timeout = 10 * time.Second
-	c, err := gomysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func mysqlNumber(err error) uint16 {
-	var me *gomysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) WriteString(x string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.WriteString(x)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return testmysql.Connect(t, testmysql.Login{Addr: addr, User: user, Password: password, DB: database, Timeout: 10 * time.Second})
 }
 
 type syncWriter struct {

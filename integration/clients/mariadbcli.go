@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,8 +55,42 @@ func (c MariaDBCLI) Run(ctx context.Context, t Target, stmts []Statement) ([]Res
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	// The credentials go in a defaults file (not the command line, not the
-	// environment), which also keeps ~/.my.cnf out of the run.
+	args, err := cliArgs(dir, t)
+	if err != nil {
+		return nil, err
+	}
+	sc := newCLIScript(stmts)
+	var cmd *exec.Cmd
+	if c.Stdin {
+		cmd = exec.CommandContext(ctx, path, append(args, "--force")...)
+		cmd.Stdin = strings.NewReader(sc.text.String())
+	} else {
+		cmd = exec.CommandContext(ctx, path, append(args, "-e", sc.text.String())...)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	if err := sc.readStdout(&stdout); err != nil {
+		return nil, err
+	}
+	if err := sc.readStderr(stderr.String(), c.Stdin); err != nil {
+		return nil, err
+	}
+	if sc.last < 0 && runErr != nil && len(sc.startLine) > 0 {
+		return nil, fmt.Errorf("%s: %v: %s", path, runErr, clip(stderr.String()))
+	}
+	for i := range stmts {
+		if sc.sent[i] && !sc.seen[i] && sc.out[i].Error == nil {
+			sc.out[i].Error = &Error{Message: "not run: the mysql client stopped at an earlier error"}
+		}
+	}
+	return sc.out, nil
+}
+
+// cliArgs writes the credentials to a defaults file in dir (not the
+// command line, not the environment, which also keeps ~/.my.cnf out of the
+// run) and returns the client's arguments for t.
+func cliArgs(dir string, t Target) ([]string, error) {
 	cnf := filepath.Join(dir, "client.cnf")
 	if err := os.WriteFile(cnf, []byte(fmt.Sprintf("[client]\nuser=%s\npassword=%s\n",
 		cnfQuote(t.User), cnfQuote(t.Password))), 0o600); err != nil {
@@ -73,75 +108,87 @@ func (c MariaDBCLI) Run(ctx context.Context, t Target, stmts []Statement) ([]Res
 	if t.Database != "" {
 		args = append(args, "--database="+t.Database)
 	}
+	return args, nil
+}
 
+// cliScript is the script sent to the client, each statement preceded by
+// a marker result set (SELECT i AS marker) so that its output can be told
+// apart, and the results read back.
+type cliScript struct {
+	marker    string
+	text      strings.Builder
+	startLine map[int]int // script line of a statement's start → its index
+	out       []Result
+	sent      []bool
+	seen      []bool
+	last      int // the statement whose output is being read, or -1
+}
+
+func newCLIScript(stmts []Statement) *cliScript {
 	nonce := make([]byte, 6)
 	rand.Read(nonce)
-	marker := "dpsql_marker_" + hex.EncodeToString(nonce)
-	out := make([]Result, len(stmts))
-	sent := make([]bool, len(stmts))
-	var script strings.Builder
+	sc := &cliScript{
+		marker:    "dpsql_marker_" + hex.EncodeToString(nonce),
+		startLine: map[int]int{},
+		out:       make([]Result, len(stmts)),
+		sent:      make([]bool, len(stmts)),
+		seen:      make([]bool, len(stmts)),
+		last:      -1,
+	}
 	line := 1
-	startLine := map[int]int{} // script line of a statement's start → its index
 	for i, s := range stmts {
 		if s.Prepared || s.Meta != "" {
-			out[i].Error = &Error{Message: "the mysql command line client cannot run " + s.String()}
+			sc.out[i].Error = &Error{Message: "the mysql command line client cannot run " + s.String()}
 			continue
 		}
 		sql := strings.TrimRight(strings.TrimSpace(s.SQL), ";")
-		fmt.Fprintf(&script, "SELECT %d AS %s;\n", i, marker)
+		fmt.Fprintf(&sc.text, "SELECT %d AS %s;\n", i, sc.marker)
 		line++
-		startLine[line] = i
-		script.WriteString(sql + ";\n")
+		sc.startLine[line] = i
+		sc.text.WriteString(sql + ";\n")
 		line += strings.Count(sql, "\n") + 1
-		sent[i] = true
+		sc.sent[i] = true
 	}
+	return sc
+}
 
-	var cmd *exec.Cmd
-	if c.Stdin {
-		cmd = exec.CommandContext(ctx, path, append(args, "--force")...)
-		cmd.Stdin = strings.NewReader(script.String())
-	} else {
-		cmd = exec.CommandContext(ctx, path, append(args, "-e", script.String())...)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-
-	// Standard output: marker result sets, each followed by the output of
-	// its statement (a header line and rows, or nothing).
-	last := -1
-	seen := make([]bool, len(stmts))
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
+// readStdout reads the client's standard output: marker result sets, each
+// followed by the output of its statement (a header line and rows, or
+// nothing).
+func (sc *cliScript) readStdout(stdout io.Reader) error {
+	s := bufio.NewScanner(stdout)
+	s.Buffer(make([]byte, 1<<20), 1<<30)
 	var lines []string
 	flush := func() {
-		if last >= 0 {
-			out[last] = parseBatch(lines)
+		if sc.last >= 0 {
+			sc.out[sc.last] = parseBatch(lines)
 		}
 		lines = lines[:0]
 	}
-	for sc.Scan() {
-		l := sc.Text()
-		if l == marker && sc.Scan() {
+	for s.Scan() {
+		l := s.Text()
+		if l == sc.marker && s.Scan() {
 			flush()
-			n, err := strconv.Atoi(sc.Text())
-			if err != nil || n < 0 || n >= len(stmts) {
-				return nil, fmt.Errorf("mysql client output: bad marker %q", sc.Text())
+			n, err := strconv.Atoi(s.Text())
+			if err != nil || n < 0 || n >= len(sc.out) {
+				return fmt.Errorf("mysql client output: bad marker %q", s.Text())
 			}
-			last, seen[n] = n, true
+			sc.last, sc.seen[n] = n, true
 			continue
 		}
 		lines = append(lines, l)
 	}
 	flush()
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
+	return s.Err()
+}
 
-	// Standard error: "ERROR n (state) at line L: message", L being the
-	// script line where the failed statement starts (always 1 with -e).
+// readStderr reads the client's standard error: "ERROR n (state) at line
+// L: message", L being the script line where the failed statement starts
+// (always 1 with -e). An error before the first marker is the
+// connection's, returned.
+func (sc *cliScript) readStderr(stderr string, stdin bool) error {
 	var errs []*Error
-	for _, l := range strings.Split(stderr.String(), "\n") {
+	for _, l := range strings.Split(stderr, "\n") {
 		m := cliError.FindStringSubmatch(l)
 		if m == nil {
 			continue
@@ -149,31 +196,23 @@ func (c MariaDBCLI) Run(ctx context.Context, t Target, stmts []Statement) ([]Res
 		code, _ := strconv.Atoi(m[1])
 		e := &Error{Code: code, State: m[2], Message: m[4]}
 		if m[3] == "" {
-			if last < 0 { // before the first marker: the connection failed
-				return nil, e
+			if sc.last < 0 {
+				return e
 			}
 			errs = append(errs, e)
 			continue
 		}
 		ln, _ := strconv.Atoi(m[3])
-		if i, ok := startLine[ln]; ok && c.Stdin {
-			out[i] = Result{Error: e}
-		} else if last >= 0 {
-			out[last] = Result{Error: e}
+		if i, ok := sc.startLine[ln]; ok && stdin {
+			sc.out[i] = Result{Error: e}
+		} else if sc.last >= 0 {
+			sc.out[sc.last] = Result{Error: e}
 		}
 	}
-	if !c.Stdin && len(errs) > 0 && last >= 0 {
-		out[last] = Result{Error: errs[0]}
+	if !stdin && len(errs) > 0 && sc.last >= 0 {
+		sc.out[sc.last] = Result{Error: errs[0]}
 	}
-	if last < 0 && runErr != nil && len(startLine) > 0 {
-		return nil, fmt.Errorf("%s: %v: %s", path, runErr, clip(stderr.String()))
-	}
-	for i := range stmts {
-		if sent[i] && !seen[i] && out[i].Error == nil {
-			out[i].Error = &Error{Message: "not run: the mysql client stopped at an earlier error"}
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // parseBatch reads one statement's batch output: a tab-separated header

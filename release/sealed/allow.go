@@ -84,10 +84,19 @@ func allow(e *Entry, r rule, types ...reflect.Type) {
 	}
 }
 
-func init() {
-	op := func(group string, names ...string) *Entry { return &Entry{Group: group, Names: names} }
-	noted := func(e *Entry, note string) *Entry { e.Note = note; return e }
+// op and noted build allow-list entries.
+func op(group string, names ...string) *Entry { return &Entry{Group: group, Names: names} }
 
+func noted(e *Entry, note string) *Entry { e.Note = note; return e }
+
+func init() {
+	allowOperators()
+	allowStrings()
+	allowNumbersDatesPublicJSON()
+}
+
+// allowOperators allows the values, comparisons, logic, arithmetic, control flow and conversions.
+func allowOperators() {
 	// Values.
 	allow(op("Values", "column", "literal"), rule{}, typeOf[*expression.GetField](), typeOf[*expression.Literal]())
 
@@ -122,7 +131,10 @@ func init() {
 	allow(op("Casts", "COLLATE"), rule{structural: true}, typeOf[*expression.CollatedExpression]())
 	allow(op("Casts", "BINARY"), rule{}, typeOf[*expression.Binary]())
 	allow(op("Casts", "ENUM to text"), rule{}, typeOf[*expression.EnumToString]())
+}
 
+// allowStrings allows the string functions.
+func allowStrings() {
 	// Strings.
 	allow(op("String", "LOWER", "LCASE", "UPPER", "UCASE", "LENGTH", "OCTET_LENGTH", "CHAR_LENGTH", "CHARACTER_LENGTH", "BIT_LENGTH"), rule{},
 		typeOf[*function.Lower](), typeOf[*function.Upper](), typeOf[*function.Length](), typeOf[*function.Bitlength]())
@@ -154,7 +166,10 @@ func init() {
 	allow(noted(op("String", "REGEXP_REPLACE"), "the pattern and every later argument must be constants; replacing every match (occurrence 0, the default) costs up to one search per character"),
 		rule{constFrom: 1, matchCost: regexpCost, occurrence: 4, occurrenceDefault: 0},
 		typeOf[*function.RegexpReplace]())
+}
 
+// allowNumbersDatesPublicJSON allows the numeric, date and time, public-data and JSON functions.
+func allowNumbersDatesPublicJSON() {
 	// Numbers.
 	allow(op("Numeric", "ABS", "SIGN", "CEIL", "CEILING", "FLOOR", "ROUND", "POW", "POWER", "SQRT", "EXP", "LN", "LOG", "LOG2", "LOG10",
 		"PI", "DEGREES", "RADIANS", "SIN", "COS", "TAN", "COT", "ASIN", "ACOS", "ATAN", "ATAN2", "BIT_COUNT"), rule{},

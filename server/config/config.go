@@ -285,6 +285,10 @@ type Dataset struct {
 	Refresh time.Duration `yaml:"refresh" json:"-"`
 	// Generation is how loads decide the load generation (source.go).
 	Generation Generation `yaml:"generation" json:"-"`
+	// Mode is memory (the default: the rows are loaded into dpsql) or
+	// pushdown (a database dataset whose rows stay in the database;
+	// pushdown.go).
+	Mode Mode `yaml:"mode" json:"mode,omitempty"`
 }
 
 // Protected reports whether the table is protected (has a privacy unit).

@@ -204,7 +204,7 @@ func TestParseErrors(t *testing.T) {
 		want      string
 	}{
 		{"unknown key", "    privacy_unit: user_id", "    privacy_unti: user_id",
-			`config:12: unknown key "privacy_unti" (allowed here: database, table, file, format, header, null, columns, privacy_unit, public, source, refresh, generation)`},
+			`config:12: unknown key "privacy_unti" (allowed here: database, table, file, format, header, null, columns, privacy_unit, public, source, refresh, generation, mode)`},
 		{"unknown top-level key", "data_dir:", "datadir:", `config:2: unknown key "datadir"`},
 		{"duplicate key", "    table: posts\n", "    table: posts\n    table: posts2\n", `config:6: mapping key "table" already defined at line 5`},
 		{"wrong value type", "epsilon: 2", "epsilon: lots", "config:28: cannot unmarshal !!str `lots` into float64"},

@@ -6,15 +6,7 @@ package config
 // types parse as SQL types.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	dbsql "database/sql"
-	"errors"
-	"math/big"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -27,7 +19,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/mysql_db"
 	"github.com/dolthub/go-mysql-server/sql/planbuilder"
-	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/dpsql/dpsql/internal/testmysql"
 )
 
 func TestColumnTypesParseInGoMySQLServer(t *testing.T) {
@@ -83,50 +75,35 @@ func TestPasswordHashesLogInToGoMySQLServer(t *testing.T) {
 	ed.Close()
 	db.SetEnabled(true)
 
-	cert, pool := selfSigned(t)
+	cert := testmysql.SelfSigned(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := server.NewServer(server.Config{Protocol: "tcp", Address: ln.Addr().String(), Listener: ln,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}, engine, sql.NewContext, memory.NewSessionBuilder(pro), nil)
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert.TLS}}}, engine, sql.NewContext, memory.NewSessionBuilder(pro), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Start()
 	defer srv.Close()
 
-	name := "dpsqltest" + strings.ReplaceAll(t.Name(), "/", "_")
-	if err := gomysql.RegisterTLSConfig(name, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}); err != nil {
-		t.Fatal(err)
-	}
-	defer gomysql.DeregisterTLSConfig(name)
-
+	name := cert.RegisterTLS(t)
 	login := func(user, password string, useTLS bool) error {
-		cfg := gomysql.NewConfig()
-		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, password, "tcp", ln.Addr().String()
-		cfg.Timeout = 5 * time.Second
+		l := testmysql.Login{Addr: ln.Addr().String(), User: user, Password: password}
 		if useTLS {
-			cfg.TLSConfig = name
+			l.TLS = name
 		}
-		c, err := gomysql.NewConnector(cfg)
-		if err != nil {
-			return err
-		}
-		conn := dbsql.OpenDB(c)
-		defer conn.Close()
-		var one int
-		return conn.QueryRow("SELECT 1").Scan(&one)
+		return testmysql.Ping(l)
 	}
 	var failed atomic.Bool
 	check := func(what string, err error, wantCode uint16) {
 		t.Helper()
-		var me *gomysql.MySQLError
 		switch {
 		case wantCode == 0 && err != nil:
 			t.Errorf("%s: %v", what, err)
 			failed.Store(true)
-		case wantCode != 0 && (!errors.As(err, &me) || me.Number != wantCode):
+		case wantCode != 0 && testmysql.ErrNo(err) != wantCode:
 			t.Errorf("%s: got %v, want MySQL error %d", what, err, wantCode)
 		}
 	}
@@ -139,32 +116,4 @@ func TestPasswordHashesLogInToGoMySQLServer(t *testing.T) {
 	if err := login("sha", "s-secret", false); err == nil {
 		t.Error("caching_sha2_password logged in without TLS; go-mysql-server v0.20.0 needs TLS for it")
 	}
-}
-
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "dpsql test"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }

@@ -109,6 +109,7 @@ func (v *validator) validateSource(d *Dataset, p func(...any) []any, what string
 		v.errorf(p("generation"), "%s: generation %q: write source (the default), config or content", what, d.Generation)
 	}
 	s := d.Source
+	v.validateMode(d, p, what)
 	if s == nil {
 		return false
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -371,7 +372,7 @@ const (
 	// CodeNoBudget is returned to an analyst without a budget on the
 	// database (MySQL's ER_TABLEACCESS_DENIED_ERROR, as for other refusals
 	// to read protected rows).
-	CodeNoBudget = 1142
+	CodeNoBudget = mysqlerr.TableAccessDenied
 	// CodeBudget is returned when a release exceeds the remaining budget
 	// or the per-release cap (MySQL's ER_USER_LIMIT_REACHED).
 	CodeBudget = mysql.ERUserLimitReached

@@ -16,6 +16,7 @@ import (
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/planner"
 )
 
@@ -79,7 +80,7 @@ func (g *Governor) sessionGuard(ctx *sql.Context, _ *analyzer.Analyzer, n sql.No
 		case *plan.LoadData:
 			err = errFilePrivilege("LOAD DATA")
 		case *plan.CreateView, *plan.DropView:
-			err = mysql.NewSQLError(1142, "42000", "CREATE VIEW and DROP VIEW are refused for analyst '%s': views are declared by administrators (see the views of the configuration); analysts may read them", user)
+			err = mysql.NewSQLError(mysqlerr.TableAccessDenied, "42000", "CREATE VIEW and DROP VIEW are refused for analyst '%s': views are declared by administrators (see the views of the configuration); analysts may read them", user)
 		}
 		if err == nil {
 			err = checkFileFunctions(node)

@@ -44,7 +44,8 @@ type Table struct {
 	schema  sql.Schema
 	counts  RowCounts
 	guard   func(*sql.Context) error
-	version uint64 // see Version
+	version uint64      // see Version
+	push    *dbPushdown // mode: pushdown: the rows stay in this database (pushdown.go)
 
 	// projection (nil: all columns, in order)
 	proj       []int

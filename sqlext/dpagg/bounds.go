@@ -91,9 +91,12 @@ type BoundsPlan struct {
 	MinUsers float64 `json:"min_users"`
 	// What is chosen: Δ0, m, and the clamping bounds of the aggregates
 	// listed by index.
-	Groups bool  `json:"max_groups_contributed,omitempty"`
-	Rows   bool  `json:"max_rows_per_group,omitempty"`
-	Values []int `json:"values,omitempty"`
+	Groups bool `json:"max_groups_contributed,omitempty"`
+	// AggregateGroups: the aggregates get their own Δ0 ≤ the selection's,
+	// each user keeping its keys with the most rows (topgroups.go).
+	AggregateGroups bool  `json:"aggregate_groups,omitempty"`
+	Rows            bool  `json:"max_rows_per_group,omitempty"`
+	Values          []int `json:"values,omitempty"`
 	// ValueTruncate is the share of users each value search may truncate,
 	// per entry of Values: Truncate, or more for a quantile (quantile.go).
 	ValueTruncate []float64 `json:"value_truncate,omitempty"`
@@ -106,6 +109,9 @@ type BoundsPlan struct {
 type Chosen struct {
 	MaxGroupsContributed int `json:"max_groups_contributed"`
 	MaxRowsPerGroup      int `json:"max_rows_per_group"`
+	// AggregateGroups is the aggregates' Δ0 (each user's keys with the most
+	// rows, topgroups.go), 0 when they use MaxGroupsContributed.
+	AggregateGroups int `json:"aggregate_groups,omitempty"`
 	// Bounds holds [lower, upper] per aggregate (zero for those not chosen).
 	Bounds [][2]float64 `json:"bounds,omitempty"`
 	// Fallback reports that the table was too small for the searches of
@@ -128,6 +134,10 @@ func (o Options) autoBounds() *BoundsPlan {
 	b.Tests = 1 + len(b.Values)*valueSearchTests
 	if b.Groups {
 		b.Tests += countSearchTests
+		if len(o.Aggregates) > 0 {
+			b.AggregateGroups = true
+			b.Tests += TopGroupsSlots
+		}
 	}
 	if b.Rows {
 		b.Tests += countSearchTests
@@ -365,6 +375,11 @@ func (p *Pipeline) chooseCounts(rng *rand.Rand) error {
 		c = &Chosen{}
 	}
 	b.chooseCounts(p.tests, keys, rows, c)
+	if b.AggregateGroups {
+		if err := p.chooseAggregateGroups(c); err != nil {
+			return err
+		}
+	}
 	p.chosen = c
 	return p.replan(c)
 }
@@ -377,6 +392,9 @@ func (c *Chosen) String() string {
 	}
 	if c.MaxRowsPerGroup > 0 {
 		parts = append(parts, fmt.Sprintf("max_rows_per_group=%d", c.MaxRowsPerGroup))
+	}
+	if c.AggregateGroups > 0 {
+		parts = append(parts, fmt.Sprintf("the aggregates count each user's %d keys with the most rows", c.AggregateGroups))
 	}
 	for i, b := range c.Bounds {
 		if b[0] < b[1] {

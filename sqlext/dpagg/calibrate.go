@@ -44,11 +44,17 @@ type Plan struct {
 	// Global is set for a release of one row without key selection
 	// (Options.Global); Selection is then empty.
 	Global bool `json:"global,omitempty"`
+	// PublicKeys is set for a release over a public key set without key
+	// selection (Options.PublicKeys); Selection is then empty.
+	PublicKeys bool `json:"public_keys,omitempty"`
 	// Bounds is the private choice of the bounds the options leave unset
 	// (bounds.go), or nil. Until the choice is made, the plan's Δ0, m and
 	// clamping bounds are placeholders (1, 1 and [0, 1]) and so are its
 	// noise scales; the budget split is final.
 	Bounds *BoundsPlan `json:"bounds,omitempty"`
+	// AggregateGroups is the aggregates' own Δ0 when it was chosen
+	// privately (topgroups.go), 0 when they use MaxGroupsContributed.
+	AggregateGroups int `json:"aggregate_groups,omitempty"`
 
 	setunionOpts setunion.Options
 }
@@ -117,6 +123,8 @@ type StatPlan struct {
 	level    float64 // quantiles: p
 	lap      *discrete.Laplace
 	gau      *discrete.Gaussian
+	// halfWidths caches halfWidth per level (interval.go).
+	halfWidths map[float64]int64
 }
 
 // Grid constants. A sum's granularity g is the power of two with
@@ -171,12 +179,15 @@ func Calibrate(o Options) (*Plan, error) {
 	p := &Plan{
 		Epsilon: o.Epsilon, Delta: o.Delta,
 		MaxGroupsContributed: o.MaxGroupsContributed, MaxRowsPerGroup: o.MaxRowsPerGroup,
-		Noise: o.Noise, Global: o.Global, Bounds: auto,
+		Noise: o.Noise, Global: o.Global, PublicKeys: o.PublicKeys, Bounds: auto,
 	}
 	if o.Global {
 		p.MaxGroupsContributed = 1
 	}
-	d0 := float64(p.MaxGroupsContributed)
+	if c := o.chosen; c != nil && c.AggregateGroups > 0 && !o.Global {
+		p.AggregateGroups = c.AggregateGroups
+	}
+	d0 := float64(p.statGroups())
 
 	// Statistics and their weights.
 	var stats []*StatPlan
@@ -219,8 +230,8 @@ func Calibrate(o Options) (*Plan, error) {
 		}
 	}
 
-	if o.Global {
-		return p.calibrateGlobal(o, stats, totalW)
+	if o.Global || o.PublicKeys {
+		return p.calibrateGlobal(o, stats, totalW) // no key selection: global.go, publickeys.go
 	}
 
 	// Budget split.
@@ -258,7 +269,7 @@ func Calibrate(o Options) (*Plan, error) {
 // exact share (ε_a, δ_a) of the budget, split by the weights (see
 // Calibrate), and fills the shares and sensitivities.
 func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, deltaAgg *big.Rat) error {
-	d0 := float64(p.MaxGroupsContributed)
+	d0 := float64(p.statGroups())
 	switch p.Noise {
 	case Laplace:
 		for _, s := range stats {
@@ -271,7 +282,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 				continue
 			}
 			s.fitGrid(d0 / ratFloorFloat(epsI)) // b = (Δ0/ε_i)·Units
-			b := new(big.Rat).SetInt64(int64(p.MaxGroupsContributed) * s.Units)
+			b := new(big.Rat).SetInt64(int64(p.statGroups()) * s.Units)
 			b.Quo(b, epsI)
 			// Scales below 2^−32 (noise 0 except with probability
 			// e^(−2^32)) are raised to it so that the rational fits the
@@ -326,7 +337,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 			// σ² = Δ0·Units²/(2ρ_i) in units of g², exactly from the floats.
 			num := new(big.Int).SetInt64(s.Units)
 			num.Mul(num, num)
-			num.Mul(num, big.NewInt(int64(p.MaxGroupsContributed)))
+			num.Mul(num, big.NewInt(int64(p.statGroups())))
 			s2 := new(big.Rat).SetInt(num)
 			s2.Quo(s2, new(big.Rat).Mul(big.NewRat(2, 1), exactRat(rhoI)))
 			if sf, _ := s2.Float64(); math.Sqrt(sf) > maxScaleUnits {
@@ -402,9 +413,12 @@ func (p *Plan) Lines() []string {
 		fmt.Sprintf("release: epsilon=%g delta=%g, max_groups_contributed=%d, max_rows_per_group=%d",
 			p.Epsilon, p.Delta, p.MaxGroupsContributed, p.MaxRowsPerGroup),
 	}
-	if p.Global {
+	switch {
+	case p.Global:
 		out = append(out, "key selection: none (no GROUP BY: one row, always released)")
-	} else {
+	case p.PublicKeys:
+		out = append(out, "key selection: none (public keys: every key of the public key set is released)")
+	default:
 		out = append(out, fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
 			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho))
 	}
@@ -498,7 +512,7 @@ func (s *StatPlan) fitGrid(mult float64) {
 
 // finishSensitivities fills L1 and L2 from Δ0, Units and g.
 func (p *Plan) finishSensitivities() {
-	d0 := float64(p.MaxGroupsContributed)
+	d0 := float64(p.statGroups())
 	for i := range p.Aggregates {
 		for j := range p.Aggregates[i].Stats {
 			s := &p.Aggregates[i].Stats[j]
@@ -506,6 +520,15 @@ func (p *Plan) finishSensitivities() {
 			s.L2 = math.Sqrt(d0) * float64(s.Units) * s.Granularity
 		}
 	}
+}
+
+// statGroups is the Δ0 of the aggregates' sensitivity: AggregateGroups
+// when chosen, otherwise MaxGroupsContributed.
+func (p *Plan) statGroups() int {
+	if p.AggregateGroups > 0 {
+		return p.AggregateGroups
+	}
+	return p.MaxGroupsContributed
 }
 
 // exactRat returns x as an exact rational.

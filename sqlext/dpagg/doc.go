@@ -160,6 +160,18 @@
 // the mechanism and its proof). Options.Global releases one row over all
 // rows without key selection (global.go).
 //
+// # Public keys
+//
+// Options.PublicKeys releases one row for every key of a set K given by
+// Pipeline.SetPublicKeys (a function of public data: the keys of a public
+// table), in sorted key order, with no key selection: rows of other keys
+// are dropped, a key no user has gets noise around 0, and the aggregates
+// get all of ε and δ. Users keep Δ0 keys among K, so each statistic's total
+// vector over K moves by at most Δ0·Units in ℓ1 and √Δ0·Units in ℓ2 between
+// neighbouring databases — the sensitivities the noise is calibrated to —
+// and the released keys, their number and order depend on K alone
+// (publickeys.go has the proof; at most MaxPublicKeys keys).
+//
 // # Quantiles
 //
 // MEDIAN(x) and PERCENTILE_CONT(x, p) (Kind Quantile, level

@@ -30,9 +30,12 @@ func (p *Plan) Facts() []explain.Fact {
 		explain.F("max_rows_per_group", rows, "each user contributes at most this many rows to one key's COUNT and SUM"),
 	}
 	facts = append(facts, p.Bounds.facts()...)
-	if p.Global {
+	switch {
+	case p.Global:
 		facts = append(facts, explain.F("key_selection", "none", "no GROUP BY: one row over all rows is always released, so all of ε and δ go to the aggregates and max_groups_contributed is 1"))
-	} else {
+	case p.PublicKeys:
+		facts = append(facts, explain.F("key_selection", "public keys, no selection", "GROUP BY over the keys of a public table: every public key gets a row (noise around 0 for a key no user has), rows of other keys are dropped, and all of ε and δ go to the aggregates"))
+	default:
 		facts = append(facts, explain.Prefix("selection.", p.Selection.Facts())...)
 	}
 	if len(p.Aggregates) == 0 {

@@ -23,15 +23,20 @@ import (
 // Laplace or Gaussian mechanism of that sensitivity, (ε, δ)-DP by the same
 // composition over the statistics (TestGlobalNeighbourSensitivity).
 
-// calibrateGlobal is Calibrate's budget split for a global release: all of
-// (ε, δ) to the aggregates, no key selection.
+// calibrateGlobal is Calibrate's budget split for a global release, and for
+// a release over public keys (publickeys.go): all of (ε, δ) to the
+// aggregates, no key selection; the noise is calibrated to the plan's Δ0 (1
+// for a global release).
 func (p *Plan) calibrateGlobal(o Options, stats []*StatPlan, totalW *big.Rat) (*Plan, error) {
 	if len(stats) == 0 {
+		if p.PublicKeys {
+			return nil, errors.New("a GROUP BY over public keys needs at least one aggregate")
+		}
 		return nil, errors.New("a release without GROUP BY needs at least one aggregate")
 	}
 	epsAgg, deltaAgg := exactRat(o.Epsilon), exactRat(o.Delta)
 	if p.Noise == NoiseAuto {
-		p.Noise = autoNoise(stats, totalW, 1, o.Epsilon, o.Delta)
+		p.Noise = autoNoise(stats, totalW, float64(p.MaxGroupsContributed), o.Epsilon, o.Delta)
 	}
 	if p.Noise == Laplace {
 		deltaAgg = new(big.Rat)
@@ -59,36 +64,9 @@ func (p *Pipeline) releaseGlobal(ctx context.Context, rng *rand.Rand) (*Result, 
 	res.Stats.DistinctItems = len(p.keyNames)
 	res.Stats.Pairs = p.pairs
 	k, present := p.keyIdx[""]
-	row := Row{Values: make([]float64, len(p.plan.Aggregates))}
-	si := 0
-	for ai, a := range p.plan.Aggregates {
-		if a.Kind == Quantile {
-			kk := -1
-			if present {
-				kk = int(k)
-			}
-			v, err := p.releaseQuantile(rng, ai, kk)
-			if err != nil {
-				return nil, err
-			}
-			row.Values[ai] = v
-			si += len(a.Stats)
-			continue
-		}
-		noisy := make([]int64, len(a.Stats))
-		for j := range a.Stats {
-			var total int64
-			if present {
-				total = tot[si+j][k]
-			}
-			v, err := a.Stats[j].addNoise(rng, total)
-			if err != nil {
-				return nil, err
-			}
-			noisy[j] = v
-		}
-		si += len(a.Stats)
-		row.Values[ai] = a.value(noisy)
+	row, err := p.noisyRow(rng, tot, k, present) // publickeys.go
+	if err != nil {
+		return nil, err
 	}
 	res.Rows = []Row{row}
 	return res, nil

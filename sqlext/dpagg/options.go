@@ -146,6 +146,13 @@ type Options struct {
 	// released, so there is no key selection and the aggregates get all of
 	// ε and δ; max_groups_contributed is 1 (see global.go).
 	Global bool `json:"global,omitempty"`
+	// PublicKeys releases one row per key of a public key set given to the
+	// pipeline (Pipeline.SetPublicKeys) instead of selecting keys: the keys
+	// are public, every one is released (noise around 0 for a key no user
+	// has), rows of other keys are dropped, and the aggregates get all of ε
+	// and δ; max_groups_contributed still bounds each user's keys (see
+	// publickeys.go).
+	PublicKeys bool `json:"public_keys,omitempty"`
 
 	chosen *Chosen // the privately chosen bounds, for the release's real plan
 }
@@ -232,6 +239,9 @@ func (o Options) Validate() error {
 	if s := o.SelectionDeltaShare; s != 0 && !(s > 0 && s < 1) {
 		return fmt.Errorf("selection_delta_share must be greater than 0 and less than 1, got %v", s)
 	}
+	if o.Global && o.PublicKeys {
+		return fmt.Errorf("a release is either global (no GROUP BY) or over public keys, not both")
+	}
 	m := o.mechanism()
 	if _, err := setunion.ParseMechanism(string(m)); err != nil {
 		return err
@@ -249,7 +259,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("mechanism %s does not bound users to max_groups_contributed keys, which the aggregates' sensitivity needs; use a bounded mechanism such as %s", m, DefaultSelectionMechanism)
 	case m == setunion.DPSIPS:
 		return fmt.Errorf("mechanism %s re-samples every user's keys in each round, so no single sample of max_groups_contributed keys can serve both selection and aggregates; use a one-histogram mechanism such as %s", m, DefaultSelectionMechanism)
-	case m == setunion.SingleItem && o.MaxGroupsContributed != 1 && !o.Global:
+	case m == setunion.SingleItem && o.MaxGroupsContributed != 1 && !o.Global && !o.PublicKeys:
 		return fmt.Errorf("mechanism %s keeps one key per user; set max_groups_contributed=1 (got %d)", m, o.MaxGroupsContributed)
 	}
 	if o.Alpha != nil && (!(*o.Alpha >= 0) || math.IsInf(*o.Alpha, 0)) {

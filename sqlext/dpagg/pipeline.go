@@ -67,7 +67,14 @@ type Pipeline struct {
 	tests      *tester
 	chosen     *Chosen
 
+	// The public key set of a release over public keys (publickeys.go):
+	// sorted, and as a set.
+	publicKeys []string
+	publicSet  map[string]struct{}
+
 	quant []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
+	tieSeed    uint64   // orders tied keys in aggregateKeys, drawn per release
+	keyTie     []uint64 // tieHash of every key, computed once
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -147,6 +154,9 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 	if p.plan.Global && len(key) != 0 {
 		return errors.New("dpagg: a global release takes rows with the empty key only")
 	}
+	if p.plan.PublicKeys && p.publicSet == nil {
+		return errors.New("dpagg: a release over public keys needs SetPublicKeys before Add")
+	}
 	if len(values) != len(p.cols) {
 		return fmt.Errorf("dpagg: row has %d values for %d aggregates", len(values), len(p.cols))
 	}
@@ -156,8 +166,8 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 	if p.valueStats != nil {
 		return errors.New("dpagg: this release chooses clamping bounds: feed the rows to AddValues and call ChooseValueBounds before Add")
 	}
-	if len(unit) == 0 {
-		return nil
+	if len(unit) == 0 || !p.publicKey(key) {
+		return nil // publickeys.go: a key outside the public set is dropped
 	}
 	u, ok := p.userIdx[string(unit)]
 	if !ok {
@@ -288,7 +298,9 @@ type totals [][]int64
 // bound groups the input, keeps for each user the entries that choose
 // returns (its argument is the user's entry indexes; it may reorder and must
 // return at most Δ0 of them), hands every kept (user, key) pair to emit and
-// returns the per-key totals of every statistic. Each user's contribution to
+// returns the per-key totals of every statistic over the same pairs, or,
+// when the plan has its own AggregateGroups, over the user's keys with the
+// most rows (aggregateKeys, ties by p.tieSeed). Each user's contribution to
 // each key is a function of that user's own rows only.
 func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u, k uint32)) totals {
 	p.group()
@@ -310,9 +322,14 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 		}
 		kept := choose(uint32(u), idx)
 		for _, i := range kept {
+			emit(uint32(u), uint32(l[int(i)*s]>>32))
+		}
+		if p.plan.AggregateGroups > 0 {
+			kept = p.aggregateKeys(l, idx)
+		}
+		for _, i := range kept {
 			e := l[int(i)*s : int(i+1)*s]
 			k := uint32(e[0] >> 32)
-			emit(uint32(u), k)
 			si := 0
 			for ai, c := range p.cols {
 				stats := p.plan.Aggregates[ai].Stats
@@ -374,6 +391,9 @@ type Row struct {
 	// their granularity, clamped at 0 when lower ≥ 0 (or upper ≤ 0); averages
 	// are in [lower, upper]. Clamping is post-processing.
 	Values []float64
+	// Low and High are each value's 95 % interval (interval.go; NaN when
+	// the aggregate has none), post-processing of the same noisy totals.
+	Low, High []float64
 }
 
 // Result is the outcome of a release.
@@ -416,12 +436,18 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	if p.plan.Global {
 		return p.releaseGlobal(ctx, rng)
 	}
+	if p.plan.PublicKeys {
+		return p.releasePublic(ctx, rng) // publickeys.go
+	}
 	b, err := setunion.NewBuilder(p.plan.setunionOpts)
 	if err != nil {
 		return nil, err
 	}
 	d0 := p.plan.MaxGroupsContributed
 	cur, bu := noUser, uint32(0) // the builder's id of the current user
+	if p.plan.AggregateGroups > 0 {
+		p.tieSeed = rng.Uint64()
+	}
 	tot := p.bound(
 		func(_ uint32, idx []int32) []int32 { return securerand.SampleInPlace(rng, idx, d0) },
 		func(u, k uint32) {
@@ -444,30 +470,11 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	res.Stats.Pairs = p.pairs
 	res.Rows = make([]Row, 0, len(sel.Items))
 	for _, key := range sel.Items {
-		k := p.keyIdx[key]
-		row := Row{Key: key, Values: make([]float64, len(p.plan.Aggregates))}
-		si := 0
-		for ai, a := range p.plan.Aggregates {
-			if a.Kind == Quantile {
-				v, err := p.releaseQuantile(rng, ai, int(k))
-				if err != nil {
-					return nil, err
-				}
-				row.Values[ai] = v
-				si += len(a.Stats)
-				continue
-			}
-			noisy := make([]int64, len(a.Stats))
-			for j := range a.Stats {
-				v, err := a.Stats[j].addNoise(rng, tot[si+j][k])
-				if err != nil {
-					return nil, err
-				}
-				noisy[j] = v
-			}
-			si += len(a.Stats)
-			row.Values[ai] = a.value(noisy)
+		row, err := p.noisyRow(rng, tot, p.keyIdx[key], true)
+		if err != nil {
+			return nil, err
 		}
+		row.Key = key
 		res.Rows = append(res.Rows, row)
 	}
 	return res, nil

@@ -31,8 +31,13 @@ type Batch struct {
 	// view, for a batch from Builder.NewBatch, is where Group finds the
 	// builder's latest View; it then sets known[i] to 1 + the builder's id
 	// of local item i, or 0 if the view does not hold it.
-	view     *atomic.Pointer[View]
-	known    []uint32
+	view  *atomic.Pointer[View]
+	known []uint32
+	// tags, for a batch from Builder.NewBatch, holds the upper 32 bits of
+	// the hash of each local item under the builder's item seed, which the
+	// batch's item interner shares: the view lookup and AddBatch reuse them
+	// instead of hashing the item again.
+	tags     []uint32
 	lastUser uint32 // id of the most recent user, if users.Len() > 0
 	// raw holds the item of every pair added, in order; runs the users of
 	// maximal runs of pairs of one user.
@@ -68,7 +73,11 @@ func (bt *Batch) UserID(user []byte) (id uint32, ok bool) {
 
 // AddID records that the user with batch-local id u (from UserID) holds item.
 func (bt *Batch) AddID(u uint32, item []byte) {
-	i, _ := bt.items.ID(item)
+	h := bt.items.hash(item)
+	i, added := bt.items.idHash(item, h)
+	if added {
+		bt.tags = append(bt.tags, uint32(h>>32))
+	}
 	if n := len(bt.runs); n == 0 || bt.runs[n-1].user != u {
 		bt.runs = append(bt.runs, run{user: u})
 	}
@@ -88,6 +97,7 @@ func (bt *Batch) AddBytes(user, item []byte) {
 func (bt *Batch) Reset() {
 	bt.users.Reset()
 	bt.items.Reset()
+	bt.tags = bt.tags[:0]
 	bt.raw = bt.raw[:0]
 	bt.runs = bt.runs[:0]
 	bt.grouped = false
@@ -154,7 +164,7 @@ func (bt *Batch) Group() {
 		v := bt.view.Load()
 		bt.known = resize(bt.known, ni)
 		for i := range bt.known {
-			id, ok := v.Lookup(bt.items.Bytes(uint32(i)))
+			id, ok := v.lookupTag(bt.items.Bytes(uint32(i)), uint64(bt.tags[i]))
 			bt.known[i] = 0
 			if ok {
 				bt.known[i] = id + 1
@@ -183,7 +193,9 @@ func (b *Builder) NewBatch() *Batch {
 		b.view = new(atomic.Pointer[View])
 		b.view.Store(b.items.Publish())
 	}
-	return &Batch{view: b.view}
+	bt := &Batch{view: b.view}
+	bt.items.seed = b.items.seed // Publish made it
+	return bt
 }
 
 // AddBatch adds the pairs of bt as if they were added one by one, in the
@@ -204,9 +216,12 @@ func (b *Builder) AddBatch(bt *Batch) {
 	items := resize(b.batchItems, bt.items.Len())
 	known := bt.view != nil && bt.view == b.view
 	for i := range items {
-		if known && bt.known[i] != 0 {
+		switch {
+		case known && bt.known[i] != 0:
 			items[i] = bt.known[i] - 1
-		} else {
+		case known:
+			items[i] = b.itemTag(bt.items.Bytes(uint32(i)), bt.tags[i])
+		default:
 			items[i] = b.item(bt.items.Bytes(uint32(i)))
 		}
 	}

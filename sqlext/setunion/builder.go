@@ -163,6 +163,16 @@ func (b *Builder) item(name []byte) uint32 {
 	return i
 }
 
+// itemTag is item for a name whose hash under b.items' seed has the upper
+// 32 bits tag (a batch from NewBatch computed it).
+func (b *Builder) itemTag(name []byte, tag uint32) uint32 {
+	i, added := b.items.idHash(name, uint64(tag)<<32)
+	if added {
+		b.last = append(b.last, lastSeen{u: noUser})
+	}
+	return i
+}
+
 type lastSeen struct {
 	u   uint32
 	pos int32

@@ -53,8 +53,19 @@ func (v *View) Lookup(s []byte) (id uint32, ok bool) {
 	if v == nil || len(v.locs) == 0 {
 		return 0, false
 	}
-	h := maphash.Bytes(v.seed, s)
-	tag := h >> 32 << 32
+	return v.lookupTag(s, maphash.Bytes(v.seed, s)>>32)
+}
+
+// lookupTag is Lookup for a string whose hash under the view's seed has
+// the upper 32 bits tag: a slot's position and tag use no other bits (see
+// Interner.hash), so a batch interner seeded like the builder's (NewBatch)
+// hands its strings' tags over and nothing is hashed twice.
+func (v *View) lookupTag(s []byte, tag32 uint64) (id uint32, ok bool) {
+	if v == nil || len(v.locs) == 0 {
+		return 0, false
+	}
+	h := tag32 << 32
+	tag := h
 	mask := uint64(len(v.slots) - 1)
 	for p := h >> v.shift; ; p = (p + 1) & mask {
 		e := atomic.LoadUint64(&v.slots[p])

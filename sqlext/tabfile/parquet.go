@@ -193,25 +193,38 @@ func (p *parquetFile) Close() error {
 // text (see parquetFile).
 func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error) {
 	kind := t.Kind()
-	lt := t.LogicalType()
-	var logical any
-	if lt != nil {
-		logical = lt.Value
+	if lt := t.LogicalType(); lt != nil {
+		if r := logicalRenderer(kind, lt.Value); r != nil {
+			return r, nil
+		}
 	}
+	if r := physicalRenderer(kind); r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("unsupported Parquet type %s", t)
+}
+
+// renderer appends the text form of a Parquet value to dst.
+type renderer = func(dst []byte, v parquet.Value) []byte
+
+// logicalRenderer renders the logical types dpsql knows (dates, times,
+// timestamps, decimals, unsigned integers, UUIDs, half floats) stored in
+// the physical kind, or returns nil for the physical kind's own rendering.
+func logicalRenderer(kind parquet.Kind, logical any) renderer {
 	switch l := logical.(type) {
 	case *format.DateType:
 		if kind == parquet.Int32 {
 			return func(dst []byte, v parquet.Value) []byte {
 				return time.Date(1970, 1, 1+int(v.Int32()), 0, 0, 0, 0, time.UTC).AppendFormat(dst, "2006-01-02")
-			}, nil
+			}
 		}
 	case *format.TimeType:
 		unit := unitOf(l.Unit)
 		switch kind {
 		case parquet.Int32:
-			return func(dst []byte, v parquet.Value) []byte { return appendTimeOfDay(dst, int64(v.Int32())*int64(unit)) }, nil
+			return func(dst []byte, v parquet.Value) []byte { return appendTimeOfDay(dst, int64(v.Int32())*int64(unit)) }
 		case parquet.Int64:
-			return func(dst []byte, v parquet.Value) []byte { return appendTimeOfDay(dst, v.Int64()*int64(unit)) }, nil
+			return func(dst []byte, v parquet.Value) []byte { return appendTimeOfDay(dst, v.Int64()*int64(unit)) }
 		}
 	case *format.TimestampType:
 		if kind == parquet.Int64 {
@@ -228,7 +241,7 @@ func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error)
 					t = time.Unix(0, x)
 				}
 				return t.UTC().AppendFormat(dst, timestampLayout)
-			}, nil
+			}
 		}
 	case *format.DecimalType:
 		scale := int(l.Scale)
@@ -236,13 +249,13 @@ func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error)
 		case parquet.Int32:
 			return func(dst []byte, v parquet.Value) []byte {
 				return appendDecimal(dst, big.NewInt(int64(v.Int32())), scale)
-			}, nil
+			}
 		case parquet.Int64:
-			return func(dst []byte, v parquet.Value) []byte { return appendDecimal(dst, big.NewInt(v.Int64()), scale) }, nil
+			return func(dst []byte, v parquet.Value) []byte { return appendDecimal(dst, big.NewInt(v.Int64()), scale) }
 		case parquet.ByteArray, parquet.FixedLenByteArray:
 			return func(dst []byte, v parquet.Value) []byte {
 				return appendDecimal(dst, twosComplement(v.ByteArray()), scale)
-			}, nil
+			}
 		}
 	case *format.IntType:
 		if !l.IsSigned {
@@ -250,9 +263,9 @@ func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error)
 			case parquet.Int32:
 				return func(dst []byte, v parquet.Value) []byte {
 					return strconv.AppendUint(dst, uint64(uint32(v.Int32())), 10)
-				}, nil
+				}
 			case parquet.Int64:
-				return func(dst []byte, v parquet.Value) []byte { return strconv.AppendUint(dst, uint64(v.Int64()), 10) }, nil
+				return func(dst []byte, v parquet.Value) []byte { return strconv.AppendUint(dst, uint64(v.Int64()), 10) }
 			}
 		}
 	case *format.UUIDType:
@@ -267,7 +280,7 @@ func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error)
 					dst = hex.AppendEncode(append(dst, '-'), part)
 				}
 				return dst
-			}, nil
+			}
 		}
 	case *format.Float16Type:
 		if kind == parquet.FixedLenByteArray {
@@ -277,9 +290,15 @@ func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error)
 					return dst
 				}
 				return strconv.AppendFloat(dst, float64(halfToFloat(binary.LittleEndian.Uint16(b))), 'g', -1, 32)
-			}, nil
+			}
 		}
 	}
+	return nil
+}
+
+// physicalRenderer renders a physical kind, or returns nil for an unknown
+// one.
+func physicalRenderer(kind parquet.Kind) renderer {
 	switch kind {
 	case parquet.Boolean:
 		return func(dst []byte, v parquet.Value) []byte {
@@ -287,11 +306,11 @@ func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error)
 				return append(dst, '1')
 			}
 			return append(dst, '0')
-		}, nil
+		}
 	case parquet.Int32:
-		return func(dst []byte, v parquet.Value) []byte { return strconv.AppendInt(dst, int64(v.Int32()), 10) }, nil
+		return func(dst []byte, v parquet.Value) []byte { return strconv.AppendInt(dst, int64(v.Int32()), 10) }
 	case parquet.Int64:
-		return func(dst []byte, v parquet.Value) []byte { return strconv.AppendInt(dst, v.Int64(), 10) }, nil
+		return func(dst []byte, v parquet.Value) []byte { return strconv.AppendInt(dst, v.Int64(), 10) }
 	case parquet.Int96:
 		// Legacy timestamps (Impala, Hive, older Spark): 8 bytes of
 		// nanoseconds within the day, then the Julian day number.
@@ -300,17 +319,17 @@ func parquetRenderer(t parquet.Type) (func([]byte, parquet.Value) []byte, error)
 			nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
 			days := int64(x[2]) - 2440588 // Julian day of 1970-01-01
 			return time.Unix(days*86400, nanos).UTC().AppendFormat(dst, timestampLayout)
-		}, nil
+		}
 	case parquet.Float:
 		return func(dst []byte, v parquet.Value) []byte {
 			return strconv.AppendFloat(dst, float64(v.Float()), 'g', -1, 32)
-		}, nil
+		}
 	case parquet.Double:
-		return func(dst []byte, v parquet.Value) []byte { return strconv.AppendFloat(dst, v.Double(), 'g', -1, 64) }, nil
+		return func(dst []byte, v parquet.Value) []byte { return strconv.AppendFloat(dst, v.Double(), 'g', -1, 64) }
 	case parquet.ByteArray, parquet.FixedLenByteArray:
-		return func(dst []byte, v parquet.Value) []byte { return append(dst, v.ByteArray()...) }, nil
+		return func(dst []byte, v parquet.Value) []byte { return append(dst, v.ByteArray()...) }
 	}
-	return nil, fmt.Errorf("unsupported Parquet type %s", t)
+	return nil
 }
 
 const timestampLayout = "2006-01-02 15:04:05.999999999"

@@ -1,15 +1,14 @@
-// Package server assembles dpsql's go-mysql-server engine, runs it as a
-// MySQL-protocol server (NewServer: statement, connection and memory
-// guards), and assembles the governed server from a configuration
-// (NewGoverned: ledger, datasets, accounts, budgets, analyst rules; Demo
-// for the embedded default of `dpsql serve`).
-//
-// NewEngine is the one constructor that installs everything dpsql adds to
-// go-mysql-server v0.20.0 — the DP_SET_UNION aggregate and the planner
-// rules that make it an aggregate, the DP_NGRAMS table function, the parser
-// guard, and the dp_* system variables — so that any program embedding
-// go-mysql-server can reuse it with its own DatabaseProvider.
-package server
+// Package engine assembles dpsql's go-mysql-server engine: New is the one
+// constructor that installs everything dpsql adds to go-mysql-server
+// v0.20.0 — the DP_SET_UNION aggregate and the planner rules that make it
+// an aggregate, the DP_NGRAMS and DP_EXPLAIN table functions, the parser
+// guard, the linear-time LIKE, the guarded scalar functions and the dp_*
+// system variables — so that any program embedding go-mysql-server can
+// reuse it with its own DatabaseProvider. The package server adds the
+// MySQL-protocol server, its limits and the governed server on top; the
+// tests of planner and release build their engines here, without the
+// server.
+package engine
 
 import (
 	"context"
@@ -25,7 +24,11 @@ import (
 	"github.com/dpsql/dpsql/server/storage"
 )
 
-// Config configures NewEngine.
+// DefaultMaxStringBytes is the bound on a function's string result of an
+// engine whose Config sets none (4 MiB).
+const DefaultMaxStringBytes = 4 << 20
+
+// Config configures New.
 type Config struct {
 	// Provider serves the databases. Nil means an empty storage.Provider.
 	// Any sql.DatabaseProvider works (go-mysql-server's memory provider
@@ -40,12 +43,12 @@ type Config struct {
 	Checks []planner.Check
 	// Engine is passed to sqle.New (nil for the defaults).
 	Engine *sqle.Config
-	// Limits: the engine applies MaxStringBytes to every function's
-	// result and MaxInList to IN lists (zero fields: DefaultLimits).
-	Limits Limits
+	// MaxStringBytes bounds every function's string result (0:
+	// DefaultMaxStringBytes).
+	MaxStringBytes int
 }
 
-// NewEngine returns a go-mysql-server engine over cfg.Provider with dpsql's
+// New returns a go-mysql-server engine over cfg.Provider with dpsql's
 // SQL extension installed:
 //
 //   - the dp_* system variables (registered once per process, before any
@@ -61,12 +64,12 @@ type Config struct {
 //     analyzer per engine: sqle.New panics when given an analyzer twice),
 //     then go-mysql-server's LIKE replaced by a linear-time one and every
 //     scalar function call guarded (gmsfix.Guarded: a panic is an error, a
-//     string beyond cfg.Limits.MaxStringBytes is NULL with warning 1301, and
+//     string beyond cfg.MaxStringBytes is NULL with warning 1301, and
 //     REPEAT, SPACE, LPAD, RPAD, REPLACE and CONCAT do not even build it,
 //     nor REGEXP_REPLACE beyond it);
-//   - a planner.GuardParser as the engine's and the analyzer's parser,
-//     refusing IN lists beyond cfg.Limits.MaxInList.
-func NewEngine(cfg Config) (*sqle.Engine, error) {
+//   - a planner.GuardParser running cfg.Checks as the engine's and the
+//     analyzer's parser.
+func New(cfg Config) (*sqle.Engine, error) {
 	functions.RegisterSystemVariables()
 	pro := cfg.Provider
 	if pro == nil {
@@ -85,23 +88,26 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 		// provider and storage.Provider alike): the copy is what the
 		// analyzer must use.
 		if _, exists := tfp.TableFunction(ctx, functions.NgramsName); exists {
-			return nil, fmt.Errorf("server: the provider already defines the table function %s; let NewEngine install it", functions.NgramsName)
+			return nil, fmt.Errorf("engine: the provider already defines the table function %s; let engine.New install it", functions.NgramsName)
 		}
 		np, err := tfp.WithTableFunctions(functions.NgramsTableFunction(cfg.Functions), planner.ExplainFunction(cfg.Functions.Governor, analyze))
 		if err != nil {
-			return nil, fmt.Errorf("server: installing %s: %w", functions.NgramsName, err)
+			return nil, fmt.Errorf("engine: installing %s: %w", functions.NgramsName, err)
 		}
 		dp, ok := np.(sql.DatabaseProvider)
 		if !ok {
-			return nil, fmt.Errorf("server: %T.WithTableFunctions returned %T, which is not a sql.DatabaseProvider", pro, np)
+			return nil, fmt.Errorf("engine: %T.WithTableFunctions returned %T, which is not a sql.DatabaseProvider", pro, np)
 		}
 		pro = dp
 	}
-	lim := cfg.Limits.WithDefaults()
+	maxString := cfg.MaxStringBytes
+	if maxString <= 0 {
+		maxString = DefaultMaxStringBytes
+	}
 	rules := append(planner.Rules(), cfg.Rules...)
 	rules = append(rules,
 		planner.Rule{ID: planner.RuleIDBase + 90, Name: "linear_like", Batch: planner.PreAnalyze, Apply: gmsfix.ReplaceLike},
-		planner.Rule{ID: planner.RuleIDBase + 91, Name: "guard_functions", Batch: planner.PostAnalyze, Apply: gmsfix.GuardFunctions(lim.MaxStringBytes)},
+		planner.Rule{ID: planner.RuleIDBase + 91, Name: "guard_functions", Batch: planner.PostAnalyze, Apply: gmsfix.GuardFunctions(maxString)},
 	)
 	b, err := planner.Install(analyzer.NewBuilder(pro), rules)
 	if err != nil {
@@ -109,11 +115,11 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 	}
 	a := b.Build()
 	if _, exists := a.Catalog.Function(ctx, functions.SetUnionName); exists {
-		return nil, fmt.Errorf("server: the provider already defines %s; let NewEngine install it", functions.SetUnionName)
+		return nil, fmt.Errorf("engine: the provider already defines %s; let engine.New install it", functions.SetUnionName)
 	}
 	a.Catalog.RegisterFunction(ctx, functions.SetUnionFunction(cfg.Functions))
 	a.Catalog.RegisterFunction(ctx, functions.QuantileFunctions()...)
-	parser := planner.NewGuardParser(sql.GlobalParser, append([]planner.Check{lim.InListCheck}, cfg.Checks...)...)
+	parser := planner.NewGuardParser(sql.GlobalParser, cfg.Checks...)
 	a.Parser = parser
 	e := sqle.New(a, cfg.Engine)
 	e.Parser = parser
@@ -125,7 +131,7 @@ func NewEngine(cfg Config) (*sqle.Engine, error) {
 // (empty for a local, accountless caller) whose current database is db
 // (may be empty). Use it to run queries on an embedded engine:
 //
-//	ctx := server.NewContext(context.Background(), "", "demo")
+//	ctx := engine.NewContext(context.Background(), "", "demo")
 //	schema, iter, _, err := e.Query(ctx, "SELECT DP_SET_UNION(word, user_id) FROM words")
 func NewContext(parent context.Context, user, db string) *sql.Context {
 	functions.RegisterSystemVariables()

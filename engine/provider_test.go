@@ -1,4 +1,4 @@
-package server_test
+package engine_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
-	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/internal/testengine"
 )
 
 // series is a minimal table function, SERIES(n) → rows 1..n, standing in
@@ -83,7 +84,7 @@ func (it *seriesIter) Next(*sql.Context) (sql.Row, error) {
 func (it *seriesIter) Close(*sql.Context) error { return nil }
 
 func TestProviderFunctions(t *testing.T) {
-	p := testProvider(t)
+	p := testengine.Provider(t)
 	if err := p.RegisterTableFunction(&series{}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestProviderFunctions(t *testing.T) {
 	if err := p.RegisterFunction(twice); err != nil {
 		t.Fatal(err)
 	}
-	e, err := server.NewEngine(server.Config{Provider: p, Functions: seeded()})
+	e, err := engine.New(engine.Config{Provider: p, Functions: testengine.Seeded()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestProviderFunctions(t *testing.T) {
 		"SELECT COUNT(*) FROM Series(2) s": "2",
 		"SELECT JSON_LENGTH(DP_SET_UNION(item, user_id)) FROM visits WHERE user_id IN (SELECT n FROM SERIES(400))": "2",
 	} {
-		ctx := server.NewContext(context.Background(), "", "mydb")
+		ctx := engine.NewContext(context.Background(), "", "mydb")
 		_, it, _, err := e.Query(ctx, q)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -116,9 +117,9 @@ func TestProviderFunctions(t *testing.T) {
 		}
 	}
 	// A provider that defines DP_SET_UNION itself is refused.
-	p2 := testProvider(t)
+	p2 := testengine.Provider(t)
 	p2.RegisterFunction(functions.SetUnionFunction(functions.Config{}))
-	if _, err := server.NewEngine(server.Config{Provider: p2}); err == nil {
+	if _, err := engine.New(engine.Config{Provider: p2}); err == nil {
 		t.Fatal("a provider's own DP_SET_UNION was accepted")
 	}
 }

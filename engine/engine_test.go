@@ -1,11 +1,9 @@
-package server_test
+package engine_test
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/dolthub/go-mysql-server/enginetest"
 	"github.com/dolthub/go-mysql-server/enginetest/queries"
@@ -13,108 +11,33 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
-	"github.com/dpsql/dpsql/functions"
-	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/engine"
+	"github.com/dpsql/dpsql/internal/testengine"
 	"github.com/dpsql/dpsql/server/storage"
-	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-// harness runs go-mysql-server's script tests on an engine from
-// server.NewEngine over a storage provider holding the test tables, with
-// seeded randomness so releases are reproducible.
+// harness runs go-mysql-server's script tests, as root in database mydb,
+// on an engine from engine.New over the storage provider that provider
+// builds, with seeded randomness so releases are reproducible.
 type harness struct {
-	t *testing.T
+	provider func(testing.TB) *storage.Provider
 }
 
-var _ enginetest.Harness = (*harness)(nil)
+var _ enginetest.Harness = harness{}
 
-func (h *harness) NewContext() *sql.Context {
-	return server.NewContext(context.Background(), "root", "mydb")
+// mydbHarness serves the test tables of testengine.Provider.
+var mydbHarness = harness{provider: testengine.Provider}
+
+func (h harness) NewContext() *sql.Context {
+	return engine.NewContext(context.Background(), "root", "mydb")
 }
 
-// Setup is unused: the data is built in code (testProvider).
-func (h *harness) Setup(...[]setup.SetupScript) {}
+// Setup is unused: the data is built in code (h.provider).
+func (h harness) Setup(...[]setup.SetupScript) {}
 
-func (h *harness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
-	return server.NewEngine(server.Config{
-		Provider:  testProvider(t),
-		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(42) }},
-	})
-}
-
-// testProvider builds database mydb:
-//
-//	visits(user_id BIGINT, item TEXT, day DATE, score DOUBLE, at DATETIME, g BIGINT, uname TEXT)
-//	no_rows(user_id BIGINT, item TEXT)
-//
-// In visits, each of 400 users has the items "common" and "only_<u>", the
-// even users "even", users 0–9 "few", and every user a NULL item. Rows with
-// a NULL user_id and uname carry "ghost", rows with an empty uname "blank".
-// At ε = 1 "common" (400 users) and "even" (200) are released with
-// overwhelming probability, "few" (10 users) and the single-user items
-// essentially never.
-func testProvider(t testing.TB) *storage.Provider {
-	t.Helper()
-	b, err := storage.NewTableBuilder("visits", []storage.Column{
-		{Name: "user_id", Type: storage.BigInt},
-		{Name: "item", Type: storage.Text},
-		{Name: "day", Type: storage.Date},
-		{Name: "score", Type: storage.Double},
-		{Name: "at", Type: storage.Datetime},
-		{Name: "g", Type: storage.BigInt},
-		{Name: "uname", Type: storage.Text},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d1 := time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC)
-	d2 := time.Date(2024, 1, 2, 11, 30, 0, 500_000_000, time.UTC)
-	add := func(vals ...any) {
-		if err := b.Append(vals...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for u := int64(0); u < 400; u++ {
-		name := fmt.Sprintf("user%d", u)
-		add(u, "common", d1, 1.5, d1, u%3, name)
-		add(u, fmt.Sprintf("only_%d", u), d1, float64(u)/1000, d1, u%3, name)
-		if u%2 == 0 {
-			add(u, "even", d2, 2.25, d2, u%3, name)
-		}
-		if u < 10 {
-			add(u, "few", d1, 1.5, d1, u%3, name)
-		}
-		add(u, nil, d1, 1.5, d1, u%3, name)
-		add(nil, "ghost", d1, 1.5, d1, u%3, nil)
-		add(nil, "blank", d1, 1.5, d1, u%3, "")
-	}
-	visits, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, err := storage.NewTableBuilder("no_rows", []storage.Column{
-		{Name: "user_id", Type: storage.BigInt},
-		{Name: "item", Type: storage.Text},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	empty, err := eb.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := storage.NewDatabase("mydb")
-	for _, tb := range []*storage.Table{visits, empty} {
-		if err := db.AddTable(tb); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p, err := storage.NewProvider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+func (h harness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
+	return engine.New(engine.Config{Provider: h.provider(t), Functions: testengine.Seeded()})
 }
 
 func js(s string) types.JSONDocument { return types.MustJSON(s) }
@@ -130,7 +53,7 @@ func errs(msg string, code int, state string) string {
 
 func TestSetUnionScripts(t *testing.T) {
 	for _, s := range setUnionScripts() {
-		enginetest.TestScript(t, &harness{t: t}, s)
+		enginetest.TestScript(t, mydbHarness, s)
 	}
 }
 
@@ -459,12 +382,4 @@ func setUnionScripts() []queries.ScriptTest {
 			},
 		},
 	}
-}
-
-// seeded makes releases reproducible: tests that assert which keys are
-// released must not depend on crypto randomness (a policy releases an item
-// at its cutoff with probability Φ(α), 0.9987 at α = 3, so an unseeded
-// assertion on two such items fails about once in 370 runs).
-func seeded() functions.Config {
-	return functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(42) }}
 }

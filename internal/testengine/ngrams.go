@@ -1,4 +1,4 @@
-package server_test
+package testengine
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/dpsql/dpsql/server/storage"
 )
 
-// ngramsProvider is testProvider (database mydb) with the tables of the
+// NgramsProvider is Provider (database mydb) with the tables of the
 // DP_NGRAMS tests:
 //
 //	notes(user_id BIGINT, uname TEXT, body TEXT, score DOUBLE, day DATE)
@@ -22,9 +22,9 @@ import (
 // a NULL user_id (and uname) say "ghost words here", rows with an empty
 // uname "blank words". A guard, if given, is installed on notes as its
 // scan guard (storage.Table.WithScanGuard).
-func ngramsProvider(t testing.TB, guard ...func(*sql.Context) error) *storage.Provider {
+func NgramsProvider(t testing.TB, guard ...func(*sql.Context) error) *storage.Provider {
 	t.Helper()
-	p := testProvider(t)
+	p := Provider(t)
 	db, ok := p.Lookup("mydb")
 	if !ok {
 		t.Fatal("no mydb")

@@ -1,4 +1,4 @@
-package server_test
+package engine_test
 
 import (
 	"context"
@@ -7,19 +7,19 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/gmsfix"
-	"github.com/dpsql/dpsql/server"
 )
 
 // TestBoundedStringFunctions: string functions whose result would exceed
-// the engine's limit on strings (Limits.MaxStringBytes, 4 MiB by default)
+// the engine's limit on strings (Config.MaxStringBytes, 4 MiB by default)
 // return NULL with warning 1301, as MySQL does beyond max_allowed_packet,
 // instead of
 // allocating it (go-mysql-server v0.20.0 alone dies of a fatal
 // out-of-memory error on the first statement below); within the bound they
 // behave as go-mysql-server's.
 func TestBoundedStringFunctions(t *testing.T) {
-	e, err := server.NewEngine(server.Config{})
+	e, err := engine.New(engine.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestBoundedStringFunctions(t *testing.T) {
 		{"SELECT REPLACE('abc', '', 'zzz')", "abc"},
 	}
 	for _, c := range cases {
-		ctx := server.NewContext(context.Background(), "root", "")
+		ctx := engine.NewContext(context.Background(), "root", "")
 		_, it, _, err := e.Query(ctx, c.q)
 		var rows []sql.Row
 		if err == nil {
@@ -84,7 +84,7 @@ func TestBoundedStringFunctions(t *testing.T) {
 	}
 	// NULL arguments stay NULL, as in go-mysql-server and MySQL.
 	for _, q := range []string{"SELECT REPEAT(NULL, 2)", "SELECT SPACE(NULL)", "SELECT LPAD('x', NULL, 'y')", "SELECT REPLACE('x', NULL, 'y')"} {
-		ctx := server.NewContext(context.Background(), "root", "")
+		ctx := engine.NewContext(context.Background(), "root", "")
 		_, it, _, err := e.Query(ctx, q)
 		var rows []sql.Row
 		if err == nil {
@@ -100,11 +100,11 @@ func TestBoundedStringFunctions(t *testing.T) {
 // functions is an error of the statement, not a dropped connection or a
 // dead process, and its message carries no argument value.
 func TestFunctionPanicIsAnError(t *testing.T) {
-	e, err := server.NewEngine(server.Config{})
+	e, err := engine.New(engine.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := server.NewContext(context.Background(), "root", "")
+	ctx := engine.NewContext(context.Background(), "root", "")
 	_, it, _, err := e.Query(ctx, "SELECT LOCATE('a', 'banana', -3224116)")
 	if err == nil {
 		_, err = sql.RowIterToRows(ctx, it)

@@ -1,43 +1,25 @@
-package server_test
+package engine_test
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/enginetest"
 	"github.com/dolthub/go-mysql-server/enginetest/queries"
-	"github.com/dolthub/go-mysql-server/enginetest/scriptgen/setup"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
 
-	"github.com/dpsql/dpsql/functions"
-	"github.com/dpsql/dpsql/server"
-	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/engine"
+	"github.com/dpsql/dpsql/internal/testengine"
+	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-// ngramsHarness runs script tests on an engine from server.NewEngine over
-// ngramsProvider, with seeded randomness.
-type ngramsHarness struct{}
-
-var _ enginetest.Harness = ngramsHarness{}
-
-func (ngramsHarness) NewContext() *sql.Context {
-	return server.NewContext(context.Background(), "root", "mydb")
-}
-
-func (ngramsHarness) Setup(...[]setup.SetupScript) {}
-
-func (ngramsHarness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
-	return server.NewEngine(server.Config{
-		Provider:  ngramsProvider(t),
-		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(42) }},
-	})
-}
+// ngramsHarness runs script tests over testengine.NgramsProvider.
+var ngramsHarness = harness{provider: func(t testing.TB) *storage.Provider { return testengine.NgramsProvider(t) }}
 
 // allNotes is what DP_NGRAMS releases from notes at ε = 4 with η = 1e-9
 // and α = 6: every n-gram of the two shared sentences (600 and 300 users),
@@ -72,7 +54,7 @@ var ngramsColumns = sql.Schema{
 
 func TestNgramsScripts(t *testing.T) {
 	for _, s := range append(ngramsScripts(), ngramsSessionScripts()...) {
-		enginetest.TestScript(t, ngramsHarness{}, s)
+		enginetest.TestScript(t, ngramsHarness, s)
 	}
 }
 
@@ -84,7 +66,7 @@ func TestNgramsScripts(t *testing.T) {
 // FROM script and by TestServerNgrams over go-sql-driver.
 func TestNgramsScriptsPrepared(t *testing.T) {
 	for _, s := range ngramsScripts() {
-		enginetest.TestScriptPrepared(t, ngramsHarness{}, s)
+		enginetest.TestScriptPrepared(t, ngramsHarness, s)
 	}
 }
 
@@ -391,7 +373,7 @@ func ngramsSessionScripts() []queries.ScriptTest {
 // database before it builds any table function, so without one even a
 // qualified table is refused, with its own error.
 func TestNgramsNoDatabase(t *testing.T) {
-	e, err := server.NewEngine(server.Config{Provider: ngramsProvider(t)})
+	e, err := engine.New(engine.Config{Provider: testengine.NgramsProvider(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +382,7 @@ func TestNgramsNoDatabase(t *testing.T) {
 		"SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id')",
 		"SELECT * FROM DP_NGRAMS('mydb.notes', 'body', 'user_id')",
 	} {
-		ctx := server.NewContext(context.Background(), "", "")
+		ctx := engine.NewContext(context.Background(), "", "")
 		_, it, _, err := e.Query(ctx, q)
 		if err == nil {
 			_, err = sql.RowIterToRows(ctx, it)
@@ -410,7 +392,7 @@ func TestNgramsNoDatabase(t *testing.T) {
 		}
 	}
 	// With one, another database may be named.
-	ctx := server.NewContext(context.Background(), "", "information_schema")
+	ctx := engine.NewContext(context.Background(), "", "information_schema")
 	_, it, _, err := e.Query(ctx, "SELECT COUNT(*) FROM DP_NGRAMS('mydb.notes', 'body', 'user_id', "+ng4+")")
 	if err != nil {
 		t.Fatal(err)

@@ -1,39 +1,24 @@
-package server_test
+package engine_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/enginetest"
 	"github.com/dolthub/go-mysql-server/enginetest/queries"
-	"github.com/dolthub/go-mysql-server/enginetest/scriptgen/setup"
 	"github.com/dolthub/go-mysql-server/sql"
 
-	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/storage"
 )
 
 // The REGEXP functions of go-mysql-server v0.20.0 run on gmsfix/regex (RE2)
 // instead of go-icu-regex (ICU), through the replace directive in go.mod.
 // These tests run go-mysql-server's own table of REGEXP queries on an engine
-// from server.NewEngine and record where the answers differ from ICU's.
+// from engine.New and record where the answers differ from ICU's.
 
 // regexHarness serves the tables that queries.RegexTests reads: mytable of
 // go-mysql-server's SimpleSetup and the tests table of its TestRegex.
-type regexHarness struct{}
-
-var _ enginetest.Harness = regexHarness{}
-
-func (regexHarness) NewContext() *sql.Context {
-	return server.NewContext(context.Background(), "root", "mydb")
-}
-
-func (regexHarness) Setup(...[]setup.SetupScript) {}
-
-func (regexHarness) NewEngine(t *testing.T) (enginetest.QueryEngine, error) {
-	return server.NewEngine(server.Config{Provider: regexProvider(t)})
-}
+var regexHarness = harness{provider: regexProvider}
 
 func regexProvider(t testing.TB) *storage.Provider {
 	t.Helper()
@@ -120,7 +105,7 @@ var regexDifferences = map[string]string{
 // go-mysql-server's expected rows or error, except the backreference
 // queries, which must fail with an error that explains RE2.
 func TestRegexQueries(t *testing.T) {
-	h := regexHarness{}
+	h := regexHarness
 	e, err := h.NewEngine(t)
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +187,6 @@ func TestRegexThroughSQL(t *testing.T) {
 		},
 	}}
 	for _, s := range scripts {
-		enginetest.TestScript(t, regexHarness{}, s)
+		enginetest.TestScript(t, regexHarness, s)
 	}
 }

@@ -1,4 +1,4 @@
-package server_test
+package engine_test
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
-	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/internal/testengine"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/tokenize"
 )
@@ -29,13 +30,13 @@ func FuzzSetUnionArguments(f *testing.F) {
 	f.Add("mechanism=dp_sips, rounds=7", "\xff\xfe", "NULL", "é", "é")
 	f.Add("max_items=0", "a", "b", "c", "d")
 	f.Add("epsilon=1e308, alpha=0, mechanism=greedy_frequency", "'", `"`, "\\", ",")
-	e, err := server.NewEngine(server.Config{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(1) }}})
+	e, err := engine.New(engine.Config{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(1) }}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	const q = "SELECT DP_SET_UNION(i, u, :opts) FROM (SELECT :i1 AS i, :u1 AS u UNION ALL SELECT :i2, :u2 UNION ALL SELECT :i1, :u2) t"
 	f.Fuzz(func(t *testing.T, opts, i1, u1, i2, u2 string) {
-		ctx := server.NewContext(context.Background(), "", "")
+		ctx := engine.NewContext(context.Background(), "", "")
 		b := map[string]sqlparser.Expr{}
 		for k, v := range map[string]string{"opts": opts, "i1": i1, "u1": u1, "i2": i2, "u2": u2} {
 			b[k] = sqlparser.NewStrVal([]byte(v))
@@ -93,8 +94,8 @@ func FuzzNgramsArguments(f *testing.F) {
 	f.Add("nope.notes", "body\x00", "user_id", "epsilon=NaN")
 	f.Add("notes", "body", "user_id", "budget_split=geometric:0")
 	f.Add("'notes'", "`body`", "", "eta=1")
-	e, err := server.NewEngine(server.Config{
-		Provider:  ngramsProvider(f),
+	e, err := engine.New(engine.Config{
+		Provider:  testengine.NgramsProvider(f),
 		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(1) }},
 	})
 	if err != nil {
@@ -117,7 +118,7 @@ func FuzzNgramsArguments(f *testing.F) {
 	}
 	const q = "SELECT ngram, n FROM DP_NGRAMS(:tbl, :txt, :unit, :opts)"
 	f.Fuzz(func(t *testing.T, tbl, txt, unit, opts string) {
-		ctx := server.NewContext(context.Background(), "root", "mydb")
+		ctx := engine.NewContext(context.Background(), "root", "mydb")
 		b := map[string]sqlparser.Expr{}
 		for k, v := range map[string]string{"tbl": tbl, "txt": txt, "unit": unit, "opts": opts} {
 			b[k] = sqlparser.NewStrVal([]byte(v))

@@ -1,11 +1,10 @@
-package server_test
+package engine_test
 
 import (
 	"context"
 	"errors"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,142 +13,32 @@ import (
 
 	sqle "github.com/dolthub/go-mysql-server"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/internal/testengine"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
-	"github.com/dpsql/dpsql/server"
-	"github.com/dpsql/dpsql/server/storage"
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-// fakeGov is a Governor for tests: the users in analysts are governed,
-// units maps "db.table" (lower case) to the privacy-unit column of a
-// protected table, and Check and Charge record their releases (Charge also
-// records how many table scans had started when it was called) and fail
-// with checkErr and chargeErr when those are set.
-type fakeGov struct {
-	analysts map[string]bool
-	units    map[string]string
-	reads    *atomic.Int64
-
-	mu            sync.Mutex
-	checkErr      error
-	chargeErr     error
-	checks        []release.Request
-	charges       []release.Request
-	readsAtCharge []int64
-}
-
-var _ release.Governor = (*fakeGov)(nil)
-
-func (g *fakeGov) PrivacyUnit(db, table string) (string, bool) {
-	c, ok := g.units[strings.ToLower(db+"."+table)]
-	return c, ok
-}
-
-func (g *fakeGov) Governed(ctx *sql.Context) bool { return g.analysts[ctx.Session.Client().User] }
-
-func (g *fakeGov) Check(_ *sql.Context, r release.Request) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.checks = append(g.checks, r)
-	return g.checkErr
-}
-
-func (g *fakeGov) Charge(_ *sql.Context, r release.Request) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.readsAtCharge = append(g.readsAtCharge, g.reads.Load())
-	if g.chargeErr != nil {
-		return g.chargeErr
-	}
-	g.charges = append(g.charges, r)
-	return nil
-}
-
-// counts returns and resets the numbers of checks, charges and scans.
-func (g *fakeGov) counts() (checks, charges int, reads int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	checks, charges, reads = len(g.checks), len(g.charges), g.reads.Load()
-	g.checks, g.charges, g.readsAtCharge = nil, nil, nil
-	g.reads.Store(0)
-	return
-}
-
-// countingProvider wraps a storage provider so that every scan of a table
-// called notes (Partitions) is counted: the test of "nothing is read before
-// the charge".
-type countingProvider struct {
-	*storage.Provider
-	reads *atomic.Int64
-}
-
-func (p countingProvider) Database(ctx *sql.Context, name string) (sql.Database, error) {
-	db, err := p.Provider.Database(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return countingDB{Database: db, reads: p.reads}, nil
-}
-
-func (p countingProvider) AllDatabases(ctx *sql.Context) []sql.Database {
-	var out []sql.Database
-	for _, db := range p.Provider.AllDatabases(ctx) {
-		out = append(out, countingDB{Database: db, reads: p.reads})
-	}
-	return out
-}
-
-func (p countingProvider) WithTableFunctions(fns ...sql.TableFunction) (sql.TableFunctionProvider, error) {
-	np, err := p.Provider.WithTableFunctions(fns...)
-	if err != nil {
-		return nil, err
-	}
-	return countingProvider{Provider: np.(*storage.Provider), reads: p.reads}, nil
-}
-
-type countingDB struct {
-	sql.Database
-	reads *atomic.Int64
-}
-
-func (d countingDB) GetTableInsensitive(ctx *sql.Context, name string) (sql.Table, bool, error) {
-	t, ok, err := d.Database.GetTableInsensitive(ctx, name)
-	if !ok || err != nil || t.Name() != "notes" {
-		return t, ok, err
-	}
-	return countingTable{Table: t, reads: d.reads}, true, nil
-}
-
-type countingTable struct {
-	sql.Table
-	reads *atomic.Int64
-}
-
-func (t countingTable) Partitions(ctx *sql.Context) (sql.PartitionIter, error) {
-	t.reads.Add(1)
-	return t.Table.Partitions(ctx)
-}
-
 // governedEngine returns an engine set up as the governed server will be:
 // its Governor protects mydb.notes (privacy unit user_id) and governs the
 // user alice, the planner's analyst rules are installed, and notes has the
 // storage scan guard that lets analysts read it only inside a release.
-func governedEngine(t *testing.T) (*sqle.Engine, *fakeGov) {
+func governedEngine(t *testing.T) (*sqle.Engine, *testengine.FakeGov) {
 	t.Helper()
 	reads := new(atomic.Int64)
-	gov := &fakeGov{
-		analysts: map[string]bool{"alice": true},
-		units:    map[string]string{"mydb.notes": "user_id"},
-		reads:    reads,
+	gov := &testengine.FakeGov{
+		Analysts: map[string]bool{"alice": true},
+		Units:    map[string]string{"mydb.notes": "user_id"},
+		Reads:    reads,
 	}
 	seeded := func() *rand.Rand { return securerand.NewSeeded(42) }
-	e, err := server.NewEngine(server.Config{
-		Provider:  countingProvider{Provider: ngramsProvider(t, release.ScanGuard(gov, "mydb", "notes")), reads: reads},
+	e, err := engine.New(engine.Config{
+		Provider:  testengine.CountingProvider{Provider: testengine.NgramsProvider(t, release.ScanGuard(gov, "mydb", "notes")), Reads: reads},
 		Functions: functions.Config{Rand: seeded, Governor: gov},
 		Rules:     planner.PolicyRules(gov, planner.WithRand(seeded)),
 	})
@@ -163,7 +52,7 @@ func governedEngine(t *testing.T) (*sqle.Engine, *fakeGov) {
 // query runs q as user in a fresh session (current database mydb) with
 // q as the context's query text, as the server sets it.
 func query(e *sqle.Engine, user, q string) ([]sql.Row, error) {
-	ctx := server.NewContext(context.Background(), user, "mydb").WithQuery(q)
+	ctx := engine.NewContext(context.Background(), user, "mydb").WithQuery(q)
 	_, it, _, err := e.Query(ctx, q)
 	if err != nil {
 		return nil, err
@@ -181,7 +70,7 @@ func TestNgramsGoverned(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("wrong privacy unit: %v, want %s", err, want)
 	}
-	if c, ch, r := gov.counts(); c+ch+int(r) != 0 {
+	if c, ch, r := gov.Counts(); c+ch+int(r) != 0 {
 		t.Fatalf("refused call: %d checks, %d charges, %d scans", c, ch, r)
 	}
 
@@ -198,9 +87,9 @@ func TestNgramsGoverned(t *testing.T) {
 	} else {
 		wantRel.Cost = c
 	}
-	gov.mu.Lock()
+	gov.Mu.Lock()
 	// The reuse specification: the scan's and the options'.
-	for _, rs := range [][]release.Request{gov.checks, gov.charges} {
+	for _, rs := range [][]release.Request{gov.Checks, gov.Charges} {
 		for i := range rs {
 			if spec := rs[i].Reuse.Spec; !strings.HasPrefix(spec, "ngrams scan") || !strings.Contains(spec, "\x04mydb\x05notes") || !strings.Contains(spec, `"Eta":1e-9`) {
 				t.Errorf("reuse specification %q", spec)
@@ -208,17 +97,17 @@ func TestNgramsGoverned(t *testing.T) {
 			rs[i].Reuse = release.ReuseKey{}
 		}
 	}
-	if len(gov.checks) != 1 || gov.checks[0] != wantRel {
-		t.Errorf("checks %+v, want one %+v", gov.checks, wantRel)
+	if len(gov.Checks) != 1 || gov.Checks[0] != wantRel {
+		t.Errorf("checks %+v, want one %+v", gov.Checks, wantRel)
 	}
-	if len(gov.charges) != 1 || gov.charges[0] != wantRel {
-		t.Errorf("charges %+v, want one %+v", gov.charges, wantRel)
+	if len(gov.Charges) != 1 || gov.Charges[0] != wantRel {
+		t.Errorf("charges %+v, want one %+v", gov.Charges, wantRel)
 	}
-	if len(gov.readsAtCharge) != 1 || gov.readsAtCharge[0] != 0 {
-		t.Errorf("scans started before the charge: %v", gov.readsAtCharge)
+	if len(gov.ReadsAtCharge) != 1 || gov.ReadsAtCharge[0] != 0 {
+		t.Errorf("scans started before the charge: %v", gov.ReadsAtCharge)
 	}
-	gov.mu.Unlock()
-	if _, _, r := gov.counts(); r != 1 {
+	gov.Mu.Unlock()
+	if _, _, r := gov.Counts(); r != 1 {
 		t.Errorf("%d scans, want 1", r)
 	}
 
@@ -228,31 +117,31 @@ func TestNgramsGoverned(t *testing.T) {
 	if _, err := query(e, "alice", "SELECT body FROM notes LIMIT 1"); err == nil || !strings.Contains(err.Error(), "errno 1142") {
 		t.Fatalf("raw read: %v", err)
 	}
-	gov.counts()
+	gov.Counts()
 
 	// Over budget at plan time: nothing is charged or read.
-	gov.checkErr = errors.New("privacy budget exceeded: test")
+	gov.CheckErr = errors.New("privacy budget exceeded: test")
 	if _, err := query(e, "alice", ok); err == nil || !strings.Contains(err.Error(), "privacy budget exceeded: test") {
 		t.Fatalf("Check refusal: %v", err)
 	}
-	if c, ch, r := gov.counts(); c != 1 || ch != 0 || r != 0 {
+	if c, ch, r := gov.Counts(); c != 1 || ch != 0 || r != 0 {
 		t.Fatalf("Check refusal: %d checks, %d charges, %d scans", c, ch, r)
 	}
-	gov.checkErr = nil
+	gov.CheckErr = nil
 
 	// The charge fails: its error and nothing else, nothing read.
-	gov.chargeErr = errors.New("ledger: disk full")
+	gov.ChargeErr = errors.New("ledger: disk full")
 	rows, err = query(e, "alice", ok)
 	if err == nil || err.Error() != "ledger: disk full" || rows != nil {
 		t.Fatalf("Charge refusal: %v, %v", rows, err)
 	}
-	gov.mu.Lock()
-	attempts := gov.readsAtCharge
-	gov.mu.Unlock()
-	if c, ch, r := gov.counts(); c != 1 || ch != 0 || r != 0 || len(attempts) != 1 {
+	gov.Mu.Lock()
+	attempts := gov.ReadsAtCharge
+	gov.Mu.Unlock()
+	if c, ch, r := gov.Counts(); c != 1 || ch != 0 || r != 0 || len(attempts) != 1 {
 		t.Fatalf("Charge refusal: %d checks, %d charges, %d scans, %d attempts", c, ch, r, len(attempts))
 	}
-	gov.chargeErr = nil
+	gov.ChargeErr = nil
 
 	// One charge per DP_NGRAMS call of a query, however often the executor
 	// builds its iterator; EXPLAIN checks but neither charges nor reads.
@@ -266,7 +155,7 @@ func TestNgramsGoverned(t *testing.T) {
 		if _, err := query(e, "alice", q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-		if c, ch, r := gov.counts(); c != want[0] || ch != want[1] || int(r) != want[2] {
+		if c, ch, r := gov.Counts(); c != want[0] || ch != want[1] || int(r) != want[2] {
 			t.Errorf("%s: %d checks, %d charges, %d scans; want %v", q, c, ch, r, want)
 		}
 	}
@@ -274,7 +163,7 @@ func TestNgramsGoverned(t *testing.T) {
 	// Prepared with ?: nothing is checked at PREPARE (no values yet); the
 	// EXECUTE checks and charges once.
 	// One session for the prepared statement and its variables.
-	ctx := server.NewContext(context.Background(), "alice", "mydb")
+	ctx := engine.NewContext(context.Background(), "alice", "mydb")
 	for _, q := range []string{
 		"PREPARE p FROM 'SELECT COUNT(*) FROM DP_NGRAMS(?, ?, ?, ?)'",
 		"SET @t = 'notes', @c = 'body', @u = 'user_id', @o = 'epsilon=0.25'",
@@ -288,7 +177,7 @@ func TestNgramsGoverned(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-		c, ch, _ := gov.counts()
+		c, ch, _ := gov.Counts()
 		if strings.HasPrefix(q, "EXECUTE") {
 			if c != 1 || ch != 1 {
 				t.Errorf("EXECUTE: %d checks, %d charges", c, ch)
@@ -308,7 +197,7 @@ func TestNgramsGoverned(t *testing.T) {
 		if _, err := query(e, c.user, c.q); err != nil {
 			t.Fatalf("%s as %s: %v", c.q, c.user, err)
 		}
-		if n, ch, _ := gov.counts(); n+ch != 0 {
+		if n, ch, _ := gov.Counts(); n+ch != 0 {
 			t.Errorf("%s as %s: %d checks, %d charges", c.q, c.user, n, ch)
 		}
 	}
@@ -317,8 +206,8 @@ func TestNgramsGoverned(t *testing.T) {
 // TestNgramsPrivileges: DP_NGRAMS reads only tables the account may SELECT
 // from (accounts enabled).
 func TestNgramsPrivileges(t *testing.T) {
-	e, err := server.NewEngine(server.Config{
-		Provider:  ngramsProvider(t),
+	e, err := engine.New(engine.Config{
+		Provider:  testengine.NgramsProvider(t),
 		Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(42) }},
 	})
 	if err != nil {

@@ -1,0 +1,91 @@
+package planner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dolthub/go-mysql-server/sql"
+
+	"github.com/dpsql/dpsql/server"
+)
+
+// TestWindowRefusals: a window function next to an aggregate is refused
+// with 1140 and a message that is well formed and says what to write (the
+// form it suggests is accepted); a window function over a protected
+// table's rows says the same as a 1142.
+func TestWindowRefusals(t *testing.T) {
+	gov := &publicGov{fakeGov{budget: 100}}
+	e := newPublicEngine(t, gov)
+	_, err := query(t, e, "analyst", "SELECT item, COUNT(*), RANK() OVER (ORDER BY COUNT(*) DESC) FROM visits GROUP BY item")
+	if err == nil || !strings.Contains(err.Error(), "(errno 1140)") || strings.Contains(err.Error(), "%!") ||
+		!strings.Contains(err.Error(), "compute the aggregates in a derived table") {
+		t.Errorf("window with aggregate: %v", err)
+	}
+	rows, err := query(t, e, "analyst", "SELECT item, n, RANK() OVER (ORDER BY n DESC) FROM (SELECT item, COUNT(*) AS n FROM visits GROUP BY item) AS r ORDER BY item")
+	if err != nil || len(rows) != 2 {
+		t.Errorf("the suggested form: %v %v", rows, err)
+	}
+	_, err = query(t, e, "analyst", "SELECT item, COUNT(*) OVER () FROM visits GROUP BY item")
+	if err == nil || !strings.Contains(err.Error(), "(errno 1142)") || !strings.Contains(err.Error(), "a window function (… OVER (…)) over its rows is not a private release; apply it to a release's rows instead") {
+		t.Errorf("window over protected rows: %v", err)
+	}
+}
+
+// TestExplainPointsToDPExplain: EXPLAIN of a private release runs and adds
+// one Note naming DP_EXPLAIN; EXPLAIN of a query without release does not.
+func TestExplainPointsToDPExplain(t *testing.T) {
+	gov := &publicGov{fakeGov{budget: 100}}
+	e := newPublicEngine(t, gov)
+	for q, want := range map[string]int{
+		"EXPLAIN SELECT item, COUNT(*) FROM visits GROUP BY item": 1,
+		"EXPLAIN SELECT name FROM pages":                          0,
+	} {
+		ctx := server.NewContext(context.Background(), "analyst", "mydb").WithQuery(q)
+		_, it, _, err := e.Query(ctx, q)
+		if err == nil {
+			_, err = sql.RowIterToRows(ctx, it)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n := 0
+		for _, w := range ctx.Session.Warnings() {
+			if w.Level == "Note" && strings.Contains(w.Message, "SELECT * FROM DP_EXPLAIN('<the query>')") {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("%s: %d DP_EXPLAIN notes, want %d", q, n, want)
+		}
+	}
+	if len(gov.charged) != 0 {
+		t.Errorf("EXPLAIN charged %d", len(gov.charged))
+	}
+}
+
+// TestExplainAggregateLabels: DP_EXPLAIN names each aggregate after its
+// position in the SELECT list, with its alias; one aggregate shown twice
+// is named once with both columns; one used only in HAVING is hidden.
+func TestExplainAggregateLabels(t *testing.T) {
+	gov := &publicGov{fakeGov{budget: 100}}
+	e := newPublicEngine(t, gov)
+	rows, err := query(t, e, "analyst", "SELECT parameter, value FROM DP_EXPLAIN('SELECT item, AVG(g) AS mean, COUNT(*) AS n, COUNT(*) AS m FROM visits GROUP BY item HAVING SUM(g) > 0') WHERE parameter LIKE 'aggregate%.column' OR parameter LIKE 'aggregate%.kind'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[0].(string)] = r[1].(string)
+	}
+	want := map[string]string{
+		"aggregate_2.column": "mean", "aggregate_2.kind": "avg of values clamped to [0, 1]",
+		"aggregate_3.column": "n, also m (column 4)", "aggregate_3.kind": "count",
+		"aggregate_hidden_3.column": "sum(visits.g)",
+	}
+	for k, v := range want {
+		if !strings.HasPrefix(got[k], v) {
+			t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package dpagg
+
+import "math"
+
+// AddRows records n identical rows: the pipeline's state is then the one n
+// calls of Add(unit, key, values) reach — row counts add (saturating at
+// 2³²−1), non-NULL counts add, and each value's clamped, rounded units are
+// added n times (an exact integer product, as n additions) — so its
+// release is the same for the same random source. It is for inputs that
+// arrive already grouped, such as a database's GROUP BY (dpsql's push-down
+// releases). n < 1 adds nothing.
+func (p *Pipeline) AddRows(unit, key []byte, values []Value, n int64) error {
+	if n < 1 {
+		return nil
+	}
+	if n == 1 || len(unit) == 0 {
+		return p.Add(unit, key, values)
+	}
+	// The first row goes through Add (checks, interning, the entry); the
+	// other n−1 are added to the entry it made.
+	if err := p.Add(unit, key, values); err != nil {
+		return err
+	}
+	m := uint64(n - 1)
+	p.rows += n - 1
+	e := p.entry(p.userIdx[string(unit)], p.keyIdx[string(key)])
+	e[0] = e[0]&^0xffffffff | min(e[0]&0xffffffff+m, 0xffffffff)
+	for i, c := range p.cols {
+		if c.off == 0 {
+			continue
+		}
+		v := values[i]
+		if !v.Valid || math.IsNaN(v.Float) {
+			continue
+		}
+		e[c.off] += m
+		if c.kind == CountValues {
+			continue
+		}
+		x := min(max(v.Float, c.lower), c.upper) - c.mid
+		e[c.off+1] += m * uint64(int64(math.RoundToEven(x/c.h)))
+		if c.kind.spread() {
+			e[c.off+2] += m * uint64(int64(math.RoundToEven(x*x/c.h2)))
+		}
+	}
+	return nil
+}
+
+// AddValuesRows is AddValues for n identical rows: a user's extremes do not
+// depend on how many rows hold them.
+func (p *Pipeline) AddValuesRows(unit []byte, values []Value, n int64) error {
+	if n < 1 {
+		return nil
+	}
+	return p.AddValues(unit, values)
+}
