@@ -413,3 +413,46 @@ func BenchmarkQuantileSample(b *testing.B) {
 		}
 	}
 }
+
+// TestQuantileAddRows: n identical rows given at once (AddRows, the
+// push-down path) rank n values, as n calls of Add do: same kept values,
+// same release for the same seed.
+func TestQuantileAddRows(t *testing.T) {
+	o := Defaults()
+	o.MaxRowsPerGroup = 3
+	o.Aggregates = []Aggregate{{Kind: Quantile, Quantile: 0.5, Lower: 0, Upper: 10}, {Kind: CountRows}}
+	r := rand.New(rand.NewPCG(5, 6))
+	one, _ := New(o)
+	grouped, _ := New(o)
+	for u := range 300 {
+		for k := range 1 + r.IntN(4) {
+			vals := []Value{genValue(r), Null}
+			n := int64(1 + r.IntN(5))
+			unit, key := []byte(fmt.Sprint("u", u)), []byte(fmt.Sprint("k", (u+k)%7))
+			for range n {
+				if err := one.Add(unit, key, vals); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := grouped.AddRows(unit, key, vals, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, err := one.Release(securerand.NewSeeded(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := grouped.Release(securerand.NewSeeded(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Rows) == 0 || len(a.Rows) != len(b.Rows) {
+		t.Fatalf("%d rows by Add, %d by AddRows", len(a.Rows), len(b.Rows))
+	}
+	for i := range a.Rows {
+		if a.Rows[i].Key != b.Rows[i].Key || !slices.Equal(a.Rows[i].Values, b.Rows[i].Values) {
+			t.Fatalf("row %d: Add %v %v, AddRows %v %v", i, a.Rows[i].Key, a.Rows[i].Values, b.Rows[i].Key, b.Rows[i].Values)
+		}
+	}
+}
