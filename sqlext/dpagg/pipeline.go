@@ -72,9 +72,9 @@ type Pipeline struct {
 	publicKeys []string
 	publicSet  map[string]struct{}
 
-	quant []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
-	tieSeed    uint64   // orders tied keys in aggregateKeys, drawn per release
-	keyTie     []uint64 // tieHash of every key, computed once
+	quant   []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
+	tieSeed uint64         // orders tied keys in aggregateKeys, drawn per release
+	keyTie  []uint64       // tieHash of every key, computed once
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
