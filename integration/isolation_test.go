@@ -245,6 +245,13 @@ func isolationAttacks() []attack {
 	out = append(out, attack{name: "warning/prepared", stmts: []string{eps, "SET @x = NULL", "SET @y = NULL",
 		"SELECT DISTINCT note FROM people WHERE user_id = ? AND INET_ATON(email) IS NULL"}, args: []any{"victim"}})
 
+	// Quantiles: warnings, panics and errors of the value, with the bounds
+	// set (a privately chosen bound is a DP output, named in a Note).
+	qb := []string{"SET dp_contribution_bounds = '0,10'", "SET dp_max_rows_per_group = 1", "SET dp_max_groups_contributed = 1"}
+	add("quantile/warning_value", append(qb, "SELECT note, MEDIAN(INET_ATON(email)) FROM people GROUP BY note")...)
+	add("quantile/panic_value", append(qb, "SELECT note, PERCENTILE_CONT(IF("+victim+", LOCATE('a', email, -3224116), 1), 0.5) FROM people GROUP BY note")...)
+	add("quantile/error_value", append(qb, "SELECT note, MEDIAN(1 DIV (n - 424242)), COUNT(*) FROM people GROUP BY note")...)
+
 	// Session state.
 	add("state/last_insert_id_filter", "SELECT DISTINCT note FROM people WHERE LAST_INSERT_ID(n) > 0 AND "+victim)
 	add("state/last_insert_id_union", "SELECT DISTINCT note FROM people WHERE LAST_INSERT_ID(n) > 0 UNION ALL SELECT DISTINCT note FROM people WHERE n = LAST_INSERT_ID()")

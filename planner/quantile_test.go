@@ -129,3 +129,26 @@ func TestQuantiles(t *testing.T) {
 		t.Errorf("refused queries were charged: %+v", gov.charged)
 	}
 }
+
+// TestQuantilesPublicKeys: MEDIAN over public keys (pages LEFT JOIN
+// visits) releases a value for every public key, the key no user has
+// included (a uniform grid point of the bounds), charged once with no
+// selection.
+func TestQuantilesPublicKeys(t *testing.T) {
+	gov := &publicGov{fakeGov{budget: 100}}
+	q := "SELECT /*+ SET_VAR(dp_epsilon = 20) SET_VAR(dp_max_groups_contributed = 3) SET_VAR(dp_max_rows_per_group = 1) SET_VAR(dp_contribution_bounds = '0,2') */ " +
+		"p.name, MEDIAN(v.g) AS m, COUNT(*) FROM pages p LEFT JOIN visits v ON v.item = p.name GROUP BY p.name"
+	rows, err := query(t, newPublicEngine(t, gov), "analyst", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || len(gov.charged) != 1 || gov.charged[0].Mechanism != "none (public keys)" {
+		t.Fatalf("rows %v, charges %+v", rows, gov.charged)
+	}
+	for i, name := range []string{"common", "even", "public"} {
+		m, ok := rows[i][1].(float64)
+		if rows[i][0] != name || !ok || m < 0 || m > 2 || (name != "public" && math.Abs(m-1) > 0.2) {
+			t.Errorf("row %d: %v, want %s with a median in [0, 2] (about 1 but for public)", i, rows[i], name)
+		}
+	}
+}

@@ -25,7 +25,14 @@ func (p *Pipeline) AddRows(unit, key []byte, values []Value, n int64) error {
 	p.rows += n - 1
 	e := p.entry(p.userIdx[string(unit)], p.keyIdx[string(key)])
 	e[0] = e[0]&^0xffffffff | min(e[0]&0xffffffff+m, 0xffffffff)
+	u, k := p.userIdx[string(unit)], p.keyIdx[string(key)]
 	for i, c := range p.cols {
+		if c.kind == Quantile { // every row's value is ranked (quantile.go)
+			for range m {
+				p.addQuantile(i, u, k, values[i])
+			}
+			continue
+		}
 		if c.off == 0 {
 			continue
 		}

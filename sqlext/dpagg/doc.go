@@ -171,6 +171,7 @@
 // neighbouring databases — the sensitivities the noise is calibrated to —
 // and the released keys, their number and order depend on K alone
 // (publickeys.go has the proof; at most MaxPublicKeys keys).
+//
 // # Quantiles
 //
 // MEDIAN(x) and PERCENTILE_CONT(x, p) (Kind Quantile, level

@@ -118,7 +118,7 @@ func (b *BoundsPlan) facts() []explain.Fact {
 	}
 	if b.AggregateGroups {
 		out = append(out, explain.F("bounds.aggregate_groups", fmt.Sprintf("each user's keys with the most rows, how many chosen by a noisy minimum of the expected error (%d of the tests)", TopGroupsSlots),
-			"the aggregates bound users apart from key selection, which keeps its uniform sample of max_groups_contributed keys (docs/privacy.md §16)"))
+			"the aggregates bound users apart from key selection, which keeps its uniform sample of max_groups_contributed keys (docs/privacy.md §21)"))
 	}
 	if c := b.Chosen; c != nil {
 		out = append(out, explain.F("bounds.chosen", c.String(), "the privately chosen bounds (a DP output)"))

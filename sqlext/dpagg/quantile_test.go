@@ -413,3 +413,41 @@ func BenchmarkQuantileSample(b *testing.B) {
 		}
 	}
 }
+
+// TestQuantileAddRows: n identical rows given at once (AddRows, the
+// push-down path) rank n values, as n calls of Add do: same kept values,
+// same release for the same seed.
+func TestQuantileAddRows(t *testing.T) {
+	o := Defaults()
+	o.MaxRowsPerGroup = 3
+	o.Aggregates = []Aggregate{{Kind: Quantile, Quantile: 0.5, Lower: 0, Upper: 10}, {Kind: CountRows}}
+	r := rand.New(rand.NewPCG(5, 6))
+	one, _ := New(o)
+	grouped, _ := New(o)
+	for u := range 300 {
+		for k := range 1 + r.IntN(4) {
+			vals := []Value{genValue(r), Null}
+			n := int64(1 + r.IntN(5))
+			unit, key := []byte(fmt.Sprint("u", u)), []byte(fmt.Sprint("k", (u+k)%7))
+			for range n {
+				if err := one.Add(unit, key, vals); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := grouped.AddRows(unit, key, vals, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	boundFixed(one, 9)
+	boundFixed(grouped, 9)
+	ka, kb := keptQuantile(one, 0), keptQuantile(grouped, 0)
+	if len(ka) == 0 || len(ka) != len(kb) {
+		t.Fatalf("%d keys by Add, %d by AddRows", len(ka), len(kb))
+	}
+	for key, va := range ka {
+		if !slices.Equal(va, kb[key]) {
+			t.Fatalf("key %s: kept %v by Add, %v by AddRows", key, va, kb[key])
+		}
+	}
+}
