@@ -9,9 +9,9 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/engine"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
-	"github.com/dpsql/dpsql/server"
 )
 
 // defaultsEngine is newPolicyEngine with configured defaults for
@@ -38,7 +38,7 @@ func defaultsEngine(t *testing.T, gov *fakeGov) *sqle.Engine {
 // error of the first that fails.
 func inSession(t *testing.T, e *sqle.Engine, stmts ...string) error {
 	t.Helper()
-	ctx := server.NewContext(context.Background(), "analyst", "mydb")
+	ctx := engine.NewContext(context.Background(), "analyst", "mydb")
 	for _, q := range stmts {
 		qctx := ctx.WithQuery(q)
 		_, it, _, err := e.Query(qctx, q)

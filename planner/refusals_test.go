@@ -7,7 +7,7 @@ import (
 
 	"github.com/dolthub/go-mysql-server/sql"
 
-	"github.com/dpsql/dpsql/server"
+	"github.com/dpsql/dpsql/engine"
 )
 
 // TestWindowRefusals: a window function next to an aggregate is refused
@@ -41,7 +41,7 @@ func TestExplainPointsToDPExplain(t *testing.T) {
 		"EXPLAIN SELECT item, COUNT(*) FROM visits GROUP BY item": 1,
 		"EXPLAIN SELECT name FROM pages":                          0,
 	} {
-		ctx := server.NewContext(context.Background(), "analyst", "mydb").WithQuery(q)
+		ctx := engine.NewContext(context.Background(), "analyst", "mydb").WithQuery(q)
 		_, it, _, err := e.Query(ctx, q)
 		if err == nil {
 			_, err = sql.RowIterToRows(ctx, it)
