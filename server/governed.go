@@ -13,15 +13,11 @@
 package server
 
 import (
-	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -139,7 +135,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 			}
 		}()
 	}
-	l, err := ledger.Open(cfg.DataDir, ledger.Options{LockTimeout: o.LedgerLockTimeout, Accounting: cfg.Accounting.LedgerAccounting()})
+	l, err := openLedger(cfg, o.LedgerLockTimeout, logw)
 	if err != nil {
 		return nil, err
 	}
@@ -148,21 +144,12 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 			l.Close()
 		}
 	}()
-	if err := l.Verify(); err != nil {
-		return nil, fmt.Errorf("%w; the ledger must be consistent before anything is charged: restore %s from a backup", err, l.Path())
-	}
-	if err := l.SetLimits(context.Background(), cfg.LedgerLimits()); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(logw, "privacy-budget ledger: %s\n", l.Path())
 
 	// Data.
 	p, err := storage.NewProvider()
 	if err != nil {
 		return nil, err
 	}
-	protected := slices.Clone(o.Protected)
-	var public []governance.PublicTable
 	lim := serverLimits(cfg.Limits)
 	ds := newDatasets(p, logw, uint64(max(lim.MaxMemoryBytes, 0)))
 	defer func() {
@@ -170,54 +157,15 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 			ds.close()
 		}
 	}()
-	absent := map[string]bool{}
-	for _, d := range cfg.Datasets {
-		source, ok, err := ds.loadInitial(d) // reload.go
-		if err != nil {
-			return nil, err
-		}
-		if d.Protected() {
-			// A database dataset that failed to load is protected all the
-			// same: it appears when a reload loads it.
-			protected = append(protected, governance.ProtectedTable{Database: d.Database, Table: d.Table, PrivacyUnit: d.PrivacyUnit, Source: source})
-			if !ok {
-				absent[d.QualifiedName()] = true
-			}
-		} else if d.Public {
-			public = append(public, governance.PublicTable{Database: d.Database, Table: d.Table})
-		}
-	}
-	for _, db := range o.Databases {
-		if err := p.AddDatabase(db); err != nil {
-			return nil, err
-		}
-		// Every table of theirs not protected is public (GovernedOptions).
-		for _, t := range db.Tables() {
-			public = append(public, governance.PublicTable{Database: db.Name(), Table: t.Name()})
-		}
-	}
-	// Governance.
-	var admins, analysts []string
-	for _, a := range cfg.Accounts.Admins {
-		admins = append(admins, a.User)
-	}
-	for _, a := range cfg.Accounts.Analysts {
-		analysts = append(analysts, a.User)
-	}
-	gov, err := governance.New(governance.Options{Protected: protected, Public: public, Admins: admins, Analysts: analysts, Ledger: l,
-		Bounds: governance.Bounds{MinEpsilon: cfg.Limits.MinEpsilon, MinDelta: cfg.Limits.MinDelta, MaxDelta: cfg.Limits.MaxDelta},
-		Reuse:  governance.Reuse{Enabled: cfg.Reuse.On(), Window: cfg.Reuse.EffectiveWindow(), Scope: governance.Scope(cfg.Reuse.EffectiveScope())}})
+	tables, err := loadData(o, ds, p)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range protected {
-		if absent[t.Database+"."+t.Table] {
-			continue
-		}
-		if err := protect(p, gov, t); err != nil {
-			return nil, err
-		}
+	gov, err := newGovernor(cfg, l, p, tables)
+	if err != nil {
+		return nil, err
 	}
+	protected := tables.protected
 	if err := p.RegisterTableFunction(governance.BudgetFunction(gov), governance.AuditFunction(gov),
 		&datasetsFunction{ds: ds, gov: gov}, &datasetsFunction{ds: ds, gov: gov, reload: true}); err != nil {
 		return nil, err
@@ -225,12 +173,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	fcfg := o.Functions
 	fcfg.Governor = gov
 	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
-	if used := memoryInUse(); lim.MaxMemoryBytes > 0 && used > uint64(lim.MaxMemoryBytes)/10*8 {
-		// The memory guard would stop analysts' statements all the time.
-		fmt.Fprintf(logw, "WARNING: the loaded data already takes %d MiB, more than 80%% of limits.max_memory_bytes (%d MiB): "+
-			"analysts' statements will be stopped with error 1041; raise the limit (or GOMEMLIMIT) or serve less data\n",
-			used>>20, lim.MaxMemoryBytes>>20)
-	}
+	warnMemory(lim, logw)
 	popts := []planner.PolicyOption{
 		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
 		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
@@ -277,88 +220,19 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	if err := setDefaults(cfg.Defaults); err != nil {
 		return nil, err
 	}
-	// Confine the file functions of administrators (LOAD_FILE, SELECT …
-	// INTO OUTFILE, LOAD DATA; analysts may use none) to one directory, so
-	// that SQL cannot read the ledger or the data files, nor write files
-	// elsewhere on the server.
-	files := filepath.Join(cfg.DataDir, FilesDir)
-	if err := os.MkdirAll(files, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
-	}
-	if err := sql.SystemVariables.AssignValues(map[string]any{"secure_file_priv": files}); err != nil {
+	if err := confineFiles(cfg.DataDir); err != nil {
 		return nil, err
 	}
-
-	// Views of the configuration, created while authentication is still
-	// off (so with every privilege); CREATE VIEW binds the query, so a bad
-	// one fails the start.
-	for _, v := range cfg.Views {
-		if len(cfg.Accounts.Admins) == 0 {
-			return nil, fmt.Errorf("view %s.%s: views are created as an administrator; declare one under accounts.admins", v.Database, v.Name)
-		}
-		if err := createView(e, cfg.Accounts.Admins[0].User, v); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(logw, "view %s.%s\n", v.Database, v.Name)
-	}
-
-	// Accounts.
-	databases := servedDatabases(p)
-	publicDBs := publicDatabases(p, gov)
-	var accounts []governance.Account
-	defaultDB := map[string]string{}
-	for _, a := range cfg.Accounts.Admins {
-		accounts = append(accounts, governance.Account{User: a.User, Host: a.Host, Plugin: a.Password.Plugin, AuthString: a.Password.AuthString, Role: governance.Admin})
-		if len(databases) > 0 {
-			defaultDB[a.User] = databases[0]
-		}
-	}
-	for _, a := range cfg.Accounts.Analysts {
-		var dbs []string
-		for _, b := range a.Budgets {
-			dbs = appendFold(dbs, canonical(databases, b.Database))
-		}
-		for _, d := range publicDBs {
-			dbs = appendFold(dbs, d)
-		}
-		accounts = append(accounts, governance.Account{User: a.User, Host: a.Host, Plugin: a.Password.Plugin, AuthString: a.Password.AuthString, Role: governance.Analyst, Databases: dbs})
-		if len(dbs) > 0 {
-			defaultDB[a.User] = dbs[0]
-		}
-		fmt.Fprintf(logw, "analyst %s@%s: SELECT on %s\n", a.User, a.Host, strings.Join(dbs, ", "))
-	}
-	if err := governance.InstallAccounts(e.Analyzer.Catalog.MySQLDb, accounts); err != nil {
+	if err := createViews(e, cfg, logw); err != nil {
 		return nil, err
 	}
-	if cfg.TLS == nil {
-		for _, a := range accounts {
-			if a.Plugin == config.CachingSha2Password {
-				fmt.Fprintf(logw, "WARNING: account %s uses caching_sha2_password, which logs in only over TLS, and this configuration has no tls: it cannot log in "+
-					"(configure tls:, or give it a mysql_native_password hash: dpsql passwd --plugin mysql_native_password)\n", a.User)
-			}
-		}
+	defaultDB, err := installAccounts(e, cfg, p, gov, logw)
+	if err != nil {
+		return nil, err
 	}
-
-	// Network.
-	scfg := ServerConfig{
-		Address:            cfg.Listen,
-		Listener:           ln,
-		ConnReadTimeout:    cmp.Or(o.ConnReadTimeout, ConnReadTimeout),
-		DefaultDatabaseFor: func(user string) string { return defaultDB[user] },
-		Limits:             lim,
-		Governed:           func(user string) bool { return gov.Role(user) != governance.Admin },
-		IsAdmin:            func(user string) bool { return gov.Role(user) == governance.Admin },
-	}
-	scfg.LoginHint = loginHint(cfg)
-	scfg.ServerPaths = serverPaths(cfg)
-	scfg.LoginThrottle = loginThrottle(cfg.LoginThrottle)
-	if cfg.TLS != nil {
-		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		scfg.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		scfg.RequireSecureTransport = cfg.TLS.Require
+	scfg, err := serverConfig(o, ln, lim, gov, defaultDB)
+	if err != nil {
+		return nil, err
 	}
 	srv, err := NewServer(e, scfg)
 	if err != nil {

@@ -2,13 +2,13 @@ package governance
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -49,14 +49,6 @@ func rel(eps float64) release.Request {
 	return release.Request{Function: "SELECT DISTINCT", Database: "shop", Table: "visits", Epsilon: eps, Delta: 1e-7, Mechanism: "policy_gaussian_l2", Query: "SELECT DISTINCT url FROM visits"}
 }
 
-func sqlCode(err error) int {
-	var se *mysql.SQLError
-	if errors.As(err, &se) {
-		return se.Number()
-	}
-	return 0
-}
-
 func TestGovernorRolesAndTables(t *testing.T) {
 	g := newGovernor(t)
 	if c, ok := g.PrivacyUnit("shop", "visits"); !ok || c != "user_id" {
@@ -84,10 +76,10 @@ func TestGovernorChecksAndCharges(t *testing.T) {
 	if err := g.Check(alice, rel(0.5)); err != nil {
 		t.Fatal(err)
 	}
-	if code := sqlCode(g.Check(alice, rel(0.6))); code != CodeBudget {
+	if code := testmysql.ErrNo(g.Check(alice, rel(0.6))); code != CodeBudget {
 		t.Errorf("over the cap: code %d", code)
 	}
-	if code := sqlCode(g.Check(eve, rel(0.1))); code != CodeNoBudget {
+	if code := testmysql.ErrNo(g.Check(eve, rel(0.1))); code != CodeNoBudget {
 		t.Errorf("unknown user: code %d", code)
 	}
 	for range 2 {
@@ -96,7 +88,7 @@ func TestGovernorChecksAndCharges(t *testing.T) {
 		}
 	}
 	err := g.Charge(alice, rel(0.5))
-	if sqlCode(err) != CodeBudget || !strings.Contains(err.Error(), "privacy budget exceeded") {
+	if testmysql.ErrNo(err) != CodeBudget || !strings.Contains(err.Error(), "privacy budget exceeded") {
 		t.Errorf("exhausted: %v", err)
 	}
 	// Administrators are neither checked nor charged.
@@ -117,15 +109,15 @@ func TestGovernorChecksAndCharges(t *testing.T) {
 	// A canceled statement is not charged.
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if code := sqlCode(g.Charge(ctxOf("bob").WithContext(cctx), rel(0.1))); code != mysql.ERQueryInterrupted {
+	if code := testmysql.ErrNo(g.Charge(ctxOf("bob").WithContext(cctx), rel(0.1))); code != mysql.ERQueryInterrupted {
 		t.Errorf("canceled charge: code %d", code)
 	}
 	// After Close nothing is checked or charged.
 	g.Close()
-	if code := sqlCode(g.Charge(ctxOf("bob"), rel(0.1))); code != mysql.ERServerShutdown {
+	if code := testmysql.ErrNo(g.Charge(ctxOf("bob"), rel(0.1))); code != mysql.ERServerShutdown {
 		t.Errorf("charge after Close: code %d", code)
 	}
-	if code := sqlCode(g.Check(ctxOf("bob"), rel(0.1))); code != mysql.ERServerShutdown {
+	if code := testmysql.ErrNo(g.Check(ctxOf("bob"), rel(0.1))); code != mysql.ERServerShutdown {
 		t.Errorf("check after Close: code %d", code)
 	}
 }
@@ -183,7 +175,7 @@ func TestGovernorBounds(t *testing.T) {
 		r.Delta = c.delta
 		for _, call := range []func(*sql.Context, release.Request) error{g.Check, g.Charge} {
 			err := call(ctxOf("alice"), r)
-			if sqlCode(err) != mysql.ERWrongArguments || !strings.Contains(err.Error(), c.setting) {
+			if testmysql.ErrNo(err) != mysql.ERWrongArguments || !strings.Contains(err.Error(), c.setting) {
 				t.Errorf("ε=%g δ=%g: %v, want 1210 naming %s", c.eps, c.delta, err, c.setting)
 			}
 		}

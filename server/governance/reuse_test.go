@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dpsql/dpsql/internal/testmysql"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/server/ledger"
 )
@@ -112,7 +113,7 @@ func TestReuseCheckAndBounds(t *testing.T) {
 	r := reusable(2, "spec")
 	chargeOrReuse(t, g, "alice", r, "x")
 	other := reusable(0.5, "other")
-	if code := sqlCode(g.Check(alice, other)); code != CodeBudget {
+	if code := testmysql.ErrNo(g.Check(alice, other)); code != CodeBudget {
 		t.Errorf("another release on a spent budget: code %d", code)
 	}
 	if err := g.Check(alice, r); err != nil {
