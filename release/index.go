@@ -809,11 +809,7 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 	// The rows are grouped by a rowGrouper (indexbuild.go): the pairs,
 	// counts and first rows a setunion.Builder and a map of first rows
 	// would give, without a map per pair.
-	var (
-		grp  rowGrouper
-		item []byte
-	)
-	err = scan.Run(ctx, func(row *Row) {
+	grp, err := groupRowsParallel(ctx, scan, func(g *rowGrouper, row *Row) {
 		v, ok := row.Key(0)
 		if !ok {
 			return // never for a column; as the release's scan does
@@ -822,12 +818,9 @@ func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, key
 		if v != nil {
 			text, _ = row.KeyText(0)
 		}
-		item = keyItem(item[:0], v, text)
-		grp.add(row.Unit(), item, v == nil)
+		g.item = keyItem(g.item[:0], v, text)
+		g.add(row.Unit(), g.item, v == nil)
 	})
-	if err == nil {
-		err = grp.err
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,10 +3,13 @@ package release
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -27,6 +30,7 @@ type rowGrouper struct {
 	nullOcc      int64
 	nnSeen       []bool
 	nnOrder      []uint32 // units in order of their first non-NULL value
+	item         []byte   // the caller's buffer for the row's item
 	err          error
 }
 
@@ -150,4 +154,170 @@ func parallelUnits(start []uint32, f func(u int)) {
 		lo = hi
 	}
 	wg.Wait()
+}
+
+// groupRowsParallel reads the table of scan (which has no filter) as
+// Scan.Run does — a row is skipped when its program fails or panics, or
+// its unit is NULL or has an empty text — on all cores: each worker reads
+// a contiguous range of the table's partitions into a rowGrouper of its
+// own, calling add for every row it keeps, and the workers' groupers are
+// merged in the order of their ranges (merge), so the result is the
+// grouper add would fill reading the rows one after the other.
+func groupRowsParallel(ctx *sql.Context, s *Scan, add func(*rowGrouper, *Row)) (*rowGrouper, error) {
+	if s.fprog != nil {
+		return nil, errors.New("internal error: an index build with a filter")
+	}
+	rctx := Context(ctx)
+	parts, err := partitionsOf(rctx, s.table)
+	if err != nil {
+		return nil, err
+	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(parts)))
+	groupers := make([]*rowGrouper, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(parts)*w/workers, len(parts)*(w+1)/workers
+		groupers[w] = &rowGrouper{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = s.readParts(rctx, parts[lo:hi], func(r *Row) { add(groupers[w], r) })
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	g := merge(groupers)
+	return g, g.err
+}
+
+// partitionsOf returns every partition of table.
+func partitionsOf(ctx *sql.Context, table sql.Table) ([]sql.Partition, error) {
+	it, err := table.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close(ctx)
+	var parts []sql.Partition
+	for {
+		p, err := it.Next(ctx)
+		if err == io.EOF {
+			return parts, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+}
+
+// readParts reads the rows of parts in order, with an evaluator of its
+// own, and calls sink with every row Scan.Run (without a filter) keeps.
+func (s *Scan) readParts(ctx *sql.Context, parts []sql.Partition, sink func(*Row)) error {
+	ev := s.prog.NewEvaluator(ctx)
+	sctx := ev.Context()
+	r := &Row{ev: ev, s: s, texters: make([]*Texter, len(s.keys))}
+	for i, k := range s.keys {
+		r.texters[i] = NewTexter(s.prog.Type(k))
+	}
+	unitText := NewTexter(s.prog.Type(s.unit))
+	var ubuf []byte
+	each := func(row sql.Row) {
+		defer func() { _ = recover() }() // a panic skips the row
+		if !ev.Row(row) {
+			return
+		}
+		u, ok := ev.Value(s.unit)
+		if !ok || u == nil {
+			return
+		}
+		ubuf = unitText.Append(sctx, ubuf[:0], u)
+		if len(ubuf) == 0 {
+			return
+		}
+		r.unit = ubuf
+		sink(r)
+	}
+	n := 0
+	for _, p := range parts {
+		rows, err := s.table.PartitionRows(ctx, p)
+		if err != nil {
+			return err
+		}
+		for {
+			if n++; n&255 == 0 {
+				if err := ctx.Err(); err != nil {
+					rows.Close(ctx)
+					return err
+				}
+			}
+			row, err := rows.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				rows.Close(ctx)
+				return err
+			}
+			each(row)
+		}
+		if err := rows.Close(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// merge joins the groupers of consecutive ranges of rows into the one a
+// single grouper reading them in order would be: each grouper's units and
+// items, numbered in order of their first row within it, are interned in
+// that order (so in order of their first row overall), and its rows'
+// ids renumbered.
+func merge(parts []*rowGrouper) *rowGrouper {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	g := &rowGrouper{}
+	total := 0
+	for _, p := range parts {
+		total += len(p.us)
+		if p.err != nil && g.err == nil {
+			g.err = p.err
+		}
+	}
+	if total >= math.MaxUint32-1 {
+		g.err = errTooManyRows
+		return g
+	}
+	g.us, g.is = make([]uint32, 0, total), make([]uint32, 0, total)
+	for _, p := range parts {
+		mu := make([]uint32, p.users.Len())
+		for i := range mu {
+			mu[i], _ = g.users.ID(p.users.Bytes(uint32(i)))
+		}
+		mi := make([]uint32, p.items.Len())
+		for i := range mi {
+			mi[i], _ = g.items.ID(p.items.Bytes(uint32(i)))
+		}
+		for int(g.users.Len()) > len(g.nnSeen) {
+			g.nnSeen = append(g.nnSeen, false)
+		}
+		for _, u := range p.nnOrder {
+			if gu := mu[u]; !g.nnSeen[gu] {
+				g.nnSeen[gu] = true
+				g.nnOrder = append(g.nnOrder, gu)
+			}
+		}
+		g.nullOcc += p.nullOcc
+		for r, u := range p.us {
+			g.us = append(g.us, mu[u])
+			g.is = append(g.is, mi[p.is[r]])
+		}
+		*p = rowGrouper{} // let its memory go
+	}
+	return g
 }

@@ -21,6 +21,8 @@ func TestRowGrouperAsBuilder(t *testing.T) {
 			rows = 70_000 + r.IntN(30_000) // over the parallel threshold
 		}
 		var g rowGrouper
+		// The same rows read by three workers, merged.
+		parts := []*rowGrouper{{}, {}, {}}
 		b, err := setunion.NewBuilder(setunion.Defaults())
 		if err != nil {
 			t.Fatal(err)
@@ -34,7 +36,9 @@ func TestRowGrouperAsBuilder(t *testing.T) {
 			}
 			unit := []byte(fmt.Sprintf("u%d", u))
 			item := []byte(fmt.Sprintf("i%d", int(40*r.Float64()*r.Float64())))
-			g.add(unit, item, false)
+			null := r.IntN(9) == 0
+			g.add(unit, item, null)
+			parts[min(row*3/rows, 2)].add(unit, item, null)
 			bu, _ := b.UserID(unit)
 			b.AddID(bu, item)
 			bi, _ := g.items.Lookup(item)
@@ -43,6 +47,11 @@ func TestRowGrouperAsBuilder(t *testing.T) {
 			}
 		}
 		want := b.Grouped()
+		m := merge(parts)
+		if !reflect.DeepEqual(m.us, g.us) || !reflect.DeepEqual(m.is, g.is) || !reflect.DeepEqual(m.nnOrder, g.nnOrder) ||
+			m.nullOcc != g.nullOcc || !reflect.DeepEqual(m.users.Strings(), g.users.Strings()) || !reflect.DeepEqual(m.items.Strings(), g.items.Strings()) {
+			t.Fatalf("trial %d: the merged workers differ from one grouper", trial)
+		}
 		us, items, offs, ents, firsts := g.group()
 		if !reflect.DeepEqual(us, want.Users) || !reflect.DeepEqual(items, want.Items) {
 			t.Fatalf("trial %d: users or items differ", trial)
