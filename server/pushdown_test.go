@@ -156,7 +156,7 @@ func TestPushdownEqualsMemory(t *testing.T) {
 			} else {
 				db = testdb.PostgreSQL(t)
 			}
-			_, _, alice, log := pushdownDeployment(t, db, "")
+			_, admin, alice, log := pushdownDeployment(t, db, "")
 			same := []struct {
 				q, mem string // mem: the in-memory table (events_ic by default)
 			}{
@@ -209,6 +209,23 @@ func TestPushdownEqualsMemory(t *testing.T) {
 			}
 			if after := spent(t, alice); after != before {
 				t.Errorf("an identical push-down release was charged again: %v → %v", before, after)
+			}
+
+			// A reload reads the schema again, without rows, and starts a
+			// new generation (generation: source): the request is charged
+			// anew.
+			if err := reload(admin, "events"); err != nil {
+				t.Fatalf("DP_RELOAD of a push-down table: %v", err)
+			}
+			if !strings.Contains(log.String(), "push-down: its rows stay in the source") {
+				t.Errorf("the reload's log does not say push-down:\n%s", log.String())
+			}
+			before = spent(t, alice)
+			if _, err := rowsOf(alice, "SELECT DISTINCT item FROM events"); err != nil {
+				t.Fatal(err)
+			}
+			if after := spent(t, alice); after <= before {
+				t.Errorf("after a reload the push-down release was reused: %v → %v", before, after)
 			}
 
 			// Refused shapes: 1142 with what is supported, nothing charged.
