@@ -19,13 +19,18 @@
 // empty privacy unit are dropped silently, as in the core. Then
 // (docs/privacy.md §1):
 //
-//   - Parallel mechanisms (count_*, weighted_*, single_item): GroupByKey on
-//     the user, deduplicate, bound to Δ0 items sampled uniformly without
-//     replacement (securerand.SampleInPlace), compute each kept item's weight
-//     with the mechanism's update rule (a one-user setunion.Histogram), sum the
-//     weights per item (a lifted combiner), and release each item of positive
-//     weight with one Bernoulli draw. These mechanisms do not depend on the
-//     order of users, so the sum over all users is exactly the core's H.
+//   - Parallel mechanisms (count_*, weighted_*, single_item): group each
+//     user's rows (in dictionary-encoded blocks, one per bundle and user
+//     shard of a fixed hash, GroupByKey on the shard, then by user inside
+//     it: blocks.go), deduplicate, bound to Δ0 items sampled uniformly
+//     without replacement (securerand.SampleInPlace), compute each kept
+//     item's weight with the mechanism's update rule (a one-user
+//     setunion.Histogram), sum the weights per item (within a user block,
+//     then over blocks after a GroupByKey on an item shard), and release each
+//     item of positive weight with one Bernoulli draw. These mechanisms do
+//     not depend on the order of users, so the sum over all users is exactly
+//     the core's H; a user is in one user shard, so the shards change only
+//     how the work is split.
 //
 //   - dp_sips: the same, once per round r = 0..R−1, each round its own Beam
 //     stage with the round's (σ_r, ρ_r) from setunion.Calibrate; the items

@@ -1,7 +1,6 @@
 package beamdp
 
 import (
-	"context"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -17,10 +16,6 @@ import (
 
 func init() {
 	register.Function2x2(pairToRow)
-	register.DoFn4x0[string, []string, func(string, []string), func(string, int64)](&userKeyFn{})
-	register.DoFn4x0[string, func(*[]string) bool, func(string, []string), func(string, int64)](&dedupeFn{})
-	register.DoFn4x1[context.Context, string, []string, func(string, float64), error](&boundFn{})
-	register.DoFn5x1[context.Context, string, []string, func(*string) bool, func(string, float64), error](&boundExceptFn{})
 	register.DoFn4x1[string, float64, func(string), func(string, int64), error](&releaseFn{})
 	register.DoFn4x0[string, []string, func(int, userItems), func(string, int64)](&shardKeyFn{})
 	register.DoFn4x1[int, func(*userItems) bool, func(string, float64), func(string, int64), error](&shardFn{})
@@ -31,7 +26,6 @@ func init() {
 	register.Emitter2[string, int64]()
 	register.Emitter2[int, userItems]()
 	register.Iter1[string]()
-	register.Iter1[[]string]()
 	register.Iter1[userItems]()
 	register.Iter2[string, float64]()
 }
@@ -102,175 +96,6 @@ func (b *rowBuffer) flush(emit func(user string, items []string)) {
 	}
 	clear(b.rows)
 	b.n = 0
-}
-
-// userKeyFn drops rows without a privacy unit, counts the (user, item)
-// occurrences and merges the rows of each user within the bundle into their
-// distinct items before the shuffle on users.
-type userKeyFn struct {
-	occurrences int64
-	buf         rowBuffer
-}
-
-func (fn *userKeyFn) ProcessElement(user string, items []string, emit func(string, []string), stat func(string, int64)) {
-	if user == "" || len(items) == 0 {
-		return
-	}
-	fn.occurrences += int64(len(items))
-	if fn.buf.add(user, items) {
-		fn.FinishBundle(emit, stat)
-	}
-}
-
-func (fn *userKeyFn) FinishBundle(emit func(string, []string), stat func(string, int64)) {
-	fn.buf.flush(func(u string, items []string) { emit(u, distinctSorted(items)) })
-	emitStat(stat, statOccurrences, &fn.occurrences)
-}
-
-// dedupeFn turns one user's grouped rows into their distinct items, sorted,
-// and counts users and distinct (user, item) pairs.
-type dedupeFn struct {
-	users, pairs int64
-	set          map[string]struct{}
-}
-
-func (fn *dedupeFn) Setup() { fn.set = make(map[string]struct{}) }
-
-func (fn *dedupeFn) ProcessElement(user string, rows func(*[]string) bool, emit func(string, []string), stat func(string, int64)) {
-	clear(fn.set)
-	var row []string
-	for rows(&row) {
-		for _, it := range row {
-			fn.set[it] = struct{}{}
-		}
-	}
-	items := make([]string, 0, len(fn.set))
-	for it := range fn.set {
-		items = append(items, it)
-	}
-	slices.Sort(items) // a data-independent order, so that seeded runs repeat
-	fn.users++
-	fn.pairs += int64(len(items))
-	live.users.Add(1)
-	emit(user, items)
-}
-
-func (fn *dedupeFn) FinishBundle(emit func(string, []string), stat func(string, int64)) {
-	emitStat(stat, statUsers, &fn.users)
-	emitStat(stat, statPairs, &fn.pairs)
-}
-
-// boundFn bounds one user (of a parallel mechanism) to Δ0 items sampled
-// uniformly without replacement and emits (item, weight) for each kept item,
-// the weight given by the mechanism's update rule through a one-user
-// setunion.Histogram. With Dropped it also emits (item, 0) for the items
-// bounding dropped, so that the release stage can count distinct items; a
-// weight of 0 is never released.
-type boundFn struct {
-	Opts    setunion.Options `json:"opts"`
-	Round   int              `json:"round"` // dp_sips round, −1 otherwise
-	Rand    randConfig       `json:"rand"`
-	Dropped bool             `json:"dropped,omitempty"`
-
-	bound int
-	rng   *rand.Rand
-	h     *setunion.Histogram
-	ids   []uint32
-	buf   []string
-	sums  map[string]float64 // the bundle's partial histogram
-}
-
-func (fn *boundFn) Setup() error {
-	cal, err := calibrate(fn.Opts)
-	if err != nil {
-		return err
-	}
-	fn.bound = cal.MaxItems
-	fn.rng = securerand.New()
-	fn.h = setunion.NewHistogram(fn.Opts.Mechanism, 0, 0)
-	fn.sums = make(map[string]float64)
-	return nil
-}
-
-func (fn *boundFn) ProcessElement(ctx context.Context, user string, items []string, emit func(string, float64)) error {
-	fn.add(user, items, nil, emit)
-	return nil
-}
-
-// FinishBundle emits the bundle's partial sums.
-func (fn *boundFn) FinishBundle(emit func(string, float64)) {
-	for it, w := range fn.sums {
-		emit(it, w)
-	}
-	clear(fn.sums)
-}
-
-// add bounds the items of user not in done and adds their weights to the
-// bundle's partial histogram (the weights of one user, summed with other
-// users' by the combiner downstream; in-bundle summing is the same sum).
-func (fn *boundFn) add(user string, items []string, done map[string]bool, emit func(string, float64)) {
-	all := append(fn.buf[:0], items...)
-	if done != nil {
-		all = slices.DeleteFunc(all, func(it string) bool { return done[it] })
-	}
-	fn.buf = all
-	if len(all) == 0 {
-		return
-	}
-	kept := all
-	if len(all) > fn.bound {
-		rng := fn.Rand.forElement(fn.rng, tagBound, fn.Round, user)
-		kept = securerand.SampleInPlace(rng, all, fn.bound)
-	}
-	// The rule's weight for each kept item: ids 0..k−1 of a scratch histogram.
-	k := len(kept)
-	clear(fn.h.W)
-	fn.h.Grow(k)
-	fn.ids = fn.ids[:0]
-	for i := range k {
-		fn.ids = append(fn.ids, uint32(i))
-	}
-	fn.h.Update(fn.ids, nil)
-	for i, it := range kept {
-		fn.sums[it] += fn.h.W[i]
-	}
-	if fn.Dropped {
-		for _, it := range all[k:] {
-			fn.sums[it] += 0
-		}
-	}
-	if len(fn.sums) >= maxBuffered {
-		fn.FinishBundle(emit)
-	}
-}
-
-// boundExceptFn is boundFn for dp_sips rounds r ≥ 1: the items released by
-// earlier rounds (a side input) are removed from every user's set before it
-// is bounded.
-type boundExceptFn struct {
-	boundFn
-	done map[string]bool
-}
-
-func (fn *boundExceptFn) ProcessElement(ctx context.Context, user string, items []string, done func(*string) bool, emit func(string, float64)) error {
-	if fn.done == nil {
-		// The side input, in the global window of a batch pipeline, is the
-		// complete output of the earlier rounds: the same for every element
-		// this instance processes, so it is read once.
-		fn.done = make(map[string]bool)
-		var it string
-		for done(&it) {
-			fn.done[it] = true
-		}
-	}
-	fn.add(user, items, fn.done, emit)
-	return nil
-}
-
-// FinishBundle emits the bundle's partial sums (a DoFn with side inputs must
-// take them in FinishBundle too).
-func (fn *boundExceptFn) FinishBundle(done func(*string) bool, emit func(string, float64)) {
-	fn.boundFn.FinishBundle(emit)
 }
 
 // releaseFn makes the release decision of one item of the summed histogram:

@@ -39,6 +39,12 @@ type Config struct {
 	// corpora with Δ0 = 100 that is about 30% more work on prism. The
 	// sequential mechanisms always count them, at no cost.
 	CountDistinctItems bool
+	// Blocks is the number of user shards (and item shards) into which
+	// the parallel mechanisms group users and partial weights: each moves
+	// between stages as one dictionary-encoded element per bundle and shard
+	// (blocks.go). 0 means DefaultBlocks. It changes only how the work is
+	// split, never the release.
+	Blocks int
 }
 
 // validate checks cfg and returns the calibration the release will use.
@@ -63,6 +69,9 @@ func (cfg *Config) validate() (setunion.Calibration, error) {
 	}
 	if cfg.Shards > 1 && !o.Mechanism.Sequential() {
 		return cal, fmt.Errorf("shards apply to the sequential mechanisms only; %s is parallel and scales without them (leave shards at 1)", o.Mechanism)
+	}
+	if cfg.Blocks < 0 || cfg.Blocks > MaxShards {
+		return cal, fmt.Errorf("blocks must be an integer from 0 (the default, %d) to %d, got %d", DefaultBlocks, MaxShards, cfg.Blocks)
 	}
 	if o.Mechanism == setunion.GreedyPublic {
 		if !cfg.Public.IsValid() {
@@ -143,12 +152,15 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (Release, error) {
 		return Release{Items: items, Stats: beam.Flatten(s, occurrences, users, released), Calibration: cal}, nil
 	}
 
-	keyed, occurrences := beam.ParDo2(s, &userKeyFn{}, rows)
-	users, userStats := beam.ParDo2(s, &dedupeFn{}, beam.GroupByKey(s, keyed))
+	blocks := cfg.Blocks
+	if blocks <= 0 {
+		blocks = DefaultBlocks
+	}
+	keyed, occurrences := beam.ParDo2(s, &userBlocksFn{Blocks: blocks}, rows)
+	users, userStats := beam.ParDo2(s, &mergeUsersFn{}, beam.GroupByKey(s, keyed))
 	if opts.Mechanism != setunion.DPSIPS {
-		weights := beam.ParDo(s, &boundFn{Opts: opts, Round: -1, Rand: rc, Dropped: cfg.CountDistinctItems}, users)
-		summed := stats.SumPerKey(s, weights)
-		items, released := beam.ParDo2(s, &releaseFn{Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed)
+		weights := beam.ParDo(s, &roundFn{Opts: opts, Round: -1, Rand: rc, Dropped: cfg.CountDistinctItems, Blocks: blocks}, users)
+		items, released := beam.ParDo2(s, &sumReleaseFn{releaseFn{Opts: opts, Round: -1, Rand: rc, CountItems: true}}, beam.GroupByKey(s, weights))
 		return Release{Items: items, Stats: beam.Flatten(s, occurrences, userStats, released), Calibration: cal}, nil
 	}
 	var released []beam.PCollection
@@ -156,15 +168,14 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (Release, error) {
 	for r := range cal.Rounds {
 		rs := s.Scope(fmt.Sprintf("round%d", r))
 		var weights beam.PCollection
-		fn := boundFn{Opts: opts, Round: r, Rand: rc, Dropped: r == 0 && cfg.CountDistinctItems}
+		fn := roundFn{Opts: opts, Round: r, Rand: rc, Dropped: r == 0 && cfg.CountDistinctItems, Blocks: blocks}
 		if r == 0 {
 			weights = beam.ParDo(rs, &fn, users)
 		} else {
 			done := beam.Flatten(rs, released...)
-			weights = beam.ParDo(rs, &boundExceptFn{boundFn: fn}, users, beam.SideInput{Input: done})
+			weights = beam.ParDo(rs, &roundExceptFn{roundFn: fn}, users, beam.SideInput{Input: done})
 		}
-		summed := stats.SumPerKey(rs, weights)
-		items, counts := beam.ParDo2(rs, &releaseFn{Opts: opts, Round: r, Rand: rc, CountItems: r == 0}, summed)
+		items, counts := beam.ParDo2(rs, &sumReleaseFn{releaseFn{Opts: opts, Round: r, Rand: rc, CountItems: r == 0}}, beam.GroupByKey(rs, weights))
 		released = append(released, items)
 		parts = append(parts, counts)
 	}
