@@ -89,3 +89,27 @@ func TestExplainAggregateLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalsSayWhatToWrite: the guard's refusals of common shapes name
+// the shape and say what to write (1142, nothing charged).
+func TestRefusalsSayWhatToWrite(t *testing.T) {
+	cases := []struct{ q, want string }{
+		{"SELECT item FROM visits ORDER BY item LIMIT 3", "a plain SELECT returns its rows themselves, which no analyst may see; for the values that many users share write SELECT DISTINCT item FROM visits, for counts SELECT item, COUNT(*) FROM visits GROUP BY item"},
+		{"SELECT * FROM visits WHERE g = 1", "write SELECT DISTINCT item, g FROM visits"},
+		{"SELECT COUNT(*), item FROM visits", "item is outside every aggregate: without GROUP BY a private release is one row of aggregates (COUNT(*), SUM(x), AVG(x) …); add GROUP BY item"},
+		{"SELECT item, COUNT(*) FROM visits GROUP BY item ORDER BY g", "g is neither a GROUP BY key nor inside an aggregate (in the SELECT list, HAVING or ORDER BY); add it to GROUP BY, or use it inside COUNT"},
+		{"SELECT item, user_id, COUNT(*) FROM visits GROUP BY item", "user_id is neither a group key nor an aggregate; a private GROUP BY shows only its keys and noisy aggregates: add it to GROUP BY"},
+		{"SELECT DISTINCT item FROM visits ORDER BY g", "add it to the SELECT list (it then becomes part of the released key) or order by a selected column"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN secrets s ON s.item = v.item", "this query joins the protected tables mydb.secrets and mydb.visits; a private release reads one protected table, so join two only after releasing each"},
+	}
+	for _, c := range cases {
+		gov := &publicGov{fakeGov{budget: 100}}
+		_, err := query(t, newPublicEngine(t, gov), "analyst", c.q)
+		if err == nil || !strings.Contains(err.Error(), "(errno 1142)") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want 1142 saying %q", c.q, err, c.want)
+		}
+		if len(gov.charged) != 0 {
+			t.Errorf("%s: charged %d", c.q, len(gov.charged))
+		}
+	}
+}
