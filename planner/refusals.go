@@ -18,8 +18,8 @@ import (
 // Refusals that say what to write instead.
 
 // WindowCheck refuses a SELECT that has both an aggregate (COUNT(*),
-// SUM(x) …) and a window function (… OVER (…)) in its own select list,
-// HAVING or ORDER BY: go-mysql-server v0.20.0 cannot plan it and fails
+// SUM(x) …, outside the window's own arguments) and a window function
+// (… OVER (…)) in its own select list, HAVING or ORDER BY: go-mysql-server v0.20.0 cannot plan it and fails
 // with error 1140 and a broken message ("expression #%!d(MISSING)"). The
 // refusal keeps MySQL's number, 1140, and says how to write it: the
 // aggregates in a derived table, the window function over its rows —
@@ -50,9 +50,12 @@ func windowWithAggregate(s *ast.Select) error {
 		case *ast.FuncExpr:
 			name := x.Name.Lowered()
 			switch {
-			case x.Over != nil && win == "":
-				win = strings.ToUpper(name) + "(…) OVER (…)"
-			case x.Over == nil && builtinAggregates[name] && agg == "":
+			case x.Over != nil:
+				if win == "" {
+					win = strings.ToUpper(name) + "(…) OVER (…)"
+				}
+				return false, nil // an aggregate inside a window's arguments plans
+			case builtinAggregates[name] && agg == "":
 				agg = strings.ToUpper(name) + "(…)"
 			}
 		}
