@@ -2,11 +2,15 @@ package planner_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/server"
 )
 
@@ -110,6 +114,32 @@ func TestRefusalsSayWhatToWrite(t *testing.T) {
 		}
 		if len(gov.charged) != 0 {
 			t.Errorf("%s: charged %d", c.q, len(gov.charged))
+		}
+	}
+}
+
+// TestWindowCheck: the parser check refuses an aggregate beside a window
+// function in one SELECT (either order, HAVING and ORDER BY included) and
+// nothing else: not an aggregate inside the window's arguments, not a
+// window over a derived table's aggregates.
+func TestWindowCheck(t *testing.T) {
+	for q, refused := range map[string]bool{
+		"SELECT k, COUNT(*), RANK() OVER (ORDER BY k) FROM t GROUP BY k":                           true,
+		"SELECT k, RANK() OVER (ORDER BY k), COUNT(*) FROM t GROUP BY k":                           true,
+		"SELECT COUNT(*), ROW_NUMBER() OVER () FROM t":                                             true,
+		"SELECT k, ROW_NUMBER() OVER (ORDER BY k) FROM t GROUP BY k HAVING COUNT(*) > 1":           true,
+		"SELECT k, SUM(COUNT(*)) OVER () FROM t GROUP BY k":                                        false,
+		"SELECT k, n, RANK() OVER (ORDER BY n) FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) r": false,
+		"SELECT k, COUNT(*) FROM t GROUP BY k":                                                     false,
+	} {
+		stmt, err := ast.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = planner.WindowCheck(stmt, q, nil)
+		var se *mysql.SQLError
+		if got := errors.As(err, &se) && se.Num == mysql.ERMixOfGroupFuncAndFields; got != refused {
+			t.Errorf("%s: %v, refused %v", q, err, refused)
 		}
 	}
 }
