@@ -187,6 +187,10 @@ func TestBypass(t *testing.T) {
 		{"join public on privacy unit", "SELECT DISTINCT p.page FROM people p JOIN pages g ON g.path = p.page AND g.title = p.email", refused1142},
 		{"join raw view", "SELECT DISTINCT p.page FROM people p JOIN everyone e ON e.page = p.page", refused1142},
 		{"public left join protected", "SELECT DISTINCT p.page FROM pages g LEFT JOIN people p ON g.path = p.page", refused1142},
+		// A GROUP BY over public keys: every public key, noisy counts.
+		{"public keys group by", "SELECT g.path, COUNT(*), COUNT(DISTINCT p.user_id) FROM pages g LEFT JOIN people p ON p.page = g.path GROUP BY g.path", noisyCount},
+		{"public keys where protected", "SELECT g.path, COUNT(*) FROM pages g LEFT JOIN people p ON p.page = g.path WHERE p.email LIKE '%' GROUP BY g.path", refused1142},
+		{"public keys group by protected", "SELECT p.email, COUNT(*) FROM pages g LEFT JOIN people p ON p.page = g.path GROUP BY p.email", refused1142},
 		{"self join", "SELECT DISTINCT a.page FROM people a JOIN people b ON a.user_id = b.user_id", refused1142},
 		{"cross join", "SELECT DISTINCT a.page FROM people a, pages", refused1142},
 		{"in subquery", "SELECT title FROM pages WHERE path IN (SELECT page FROM people)", refused1142},

@@ -228,7 +228,7 @@ func (h *hiddenColumns) resolve(n sql.Node) (sql.Node, error) {
 		if refuse == nil {
 			db, name, _ := strings.Cut(h.ids[gf.Id()], ".")
 			refuse = release.ErrAccess(db, name, fmt.Sprintf(
-				"%s is neither a group key nor an aggregate; a private GROUP BY shows only its keys and noisy COUNT(*), COUNT(expr), COUNT(DISTINCT privacy unit), SUM(expr) and AVG(expr)", gf.Name()))
+				"%s is neither a group key nor an aggregate; a private GROUP BY shows only its keys and noisy aggregates: add it to GROUP BY, or use it inside COUNT, SUM, AVG, VARIANCE or STDDEV", gf.Name()))
 		}
 	}
 	var inspectNode func(n sql.Node) bool
@@ -490,7 +490,7 @@ func (p *policy) distinct(ctx *sql.Context, d *plan.Distinct) (*Release, []outpu
 		for _, f := range sort.SortFields {
 			i := selectedIndex(proj.Projections, aliases, f.Column)
 			if i < 0 {
-				return nil, nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the ORDER BY of a private SELECT DISTINCT may only use the selected columns, not %s", f.Column))
+				return nil, nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the ORDER BY of a private SELECT DISTINCT may only use the selected columns, not %s: add it to the SELECT list (it then becomes part of the released key) or order by a selected column", f.Column))
 			}
 			order = append(order, outputOrder{out: i, order: f.Order, nulls: f.NullOrdering})
 		}

@@ -105,3 +105,29 @@ func TestPublicKeysRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicKeysApartFromSelection: the same scan with key selection
+// (visits JOIN pages) and over public keys (pages LEFT JOIN visits) in one
+// statement are two releases, charged twice, not one shared by the
+// statement's memo: the public-keys one has every public key.
+func TestPublicKeysApartFromSelection(t *testing.T) {
+	gov := &publicGov{fakeGov{budget: 100}}
+	q := "SELECT p.name, COUNT(*) FROM visits v JOIN pages p ON p.name = v.item GROUP BY p.name UNION ALL " +
+		"SELECT p.name, COUNT(*) FROM pages p LEFT JOIN visits v ON v.item = p.name GROUP BY p.name"
+	rows, err := query(t, newPublicEngine(t, gov), "analyst", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gov.charged) != 2 {
+		t.Errorf("%d charges, want 2", len(gov.charged))
+	}
+	public := 0
+	for _, r := range rows {
+		if r[0] == "public" {
+			public++
+		}
+	}
+	if public != 1 || len(rows) < 4 {
+		t.Errorf("rows %v: want the selected keys, then every public key", rows)
+	}
+}

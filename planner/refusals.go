@@ -18,8 +18,8 @@ import (
 // Refusals that say what to write instead.
 
 // WindowCheck refuses a SELECT that has both an aggregate (COUNT(*),
-// SUM(x) …) and a window function (… OVER (…)) in its own select list,
-// HAVING or ORDER BY: go-mysql-server v0.20.0 cannot plan it and fails
+// SUM(x) …, outside the window's own arguments) and a window function
+// (… OVER (…)) in its own select list, HAVING or ORDER BY: go-mysql-server v0.20.0 cannot plan it and fails
 // with error 1140 and a broken message ("expression #%!d(MISSING)"). The
 // refusal keeps MySQL's number, 1140, and says how to write it: the
 // aggregates in a derived table, the window function over its rows —
@@ -50,9 +50,12 @@ func windowWithAggregate(s *ast.Select) error {
 		case *ast.FuncExpr:
 			name := x.Name.Lowered()
 			switch {
-			case x.Over != nil && win == "":
-				win = strings.ToUpper(name) + "(…) OVER (…)"
-			case x.Over == nil && builtinAggregates[name] && agg == "":
+			case x.Over != nil:
+				if win == "" {
+					win = strings.ToUpper(name) + "(…) OVER (…)"
+				}
+				return false, nil // an aggregate inside a window's arguments plans
+			case builtinAggregates[name] && agg == "":
 				agg = strings.ToUpper(name) + "(…)"
 			}
 		}
@@ -79,6 +82,9 @@ func windowWithAggregate(s *ast.Select) error {
 // protected table with one the configuration does not declare public, a
 // window function over protected rows. nil when none applies.
 func (p *policy) refusal(n sql.Node) error {
+	if err := p.plainReadRefusal(n); err != nil {
+		return err
+	}
 	var err error
 	transform.Inspect(n, func(n sql.Node) bool {
 		if err != nil {
@@ -91,6 +97,10 @@ func (p *policy) refusal(n sql.Node) error {
 			err = p.joinRefusal(x)
 		case *plan.Window, *plan.GroupBy, *plan.Project:
 			if !hasWindow(x) {
+				switch y := x.(type) {
+				case *plan.GroupBy:
+					err = p.groupByRefusal(y)
+				}
 				break
 			}
 			if prot := p.protectedUnder(x); len(prot) > 0 {
@@ -102,6 +112,84 @@ func (p *policy) refusal(n sql.Node) error {
 		return err == nil
 	})
 	return err
+}
+
+// groupByRefusal names the column of an aggregation over a protected
+// table that is neither a GROUP BY key nor inside an aggregate (from the
+// SELECT list, HAVING or ORDER BY), and says what to write.
+func (p *policy) groupByRefusal(g *plan.GroupBy) error {
+	src, ok := p.protectedSource(g.Child)
+	if !ok || hasWindow(g) {
+		return nil
+	}
+	keys := make([]sql.Expression, len(g.GroupByExprs))
+	for i, k := range g.GroupByExprs {
+		keys[i] = unalias(k)
+	}
+	isKey := func(e sql.Expression) bool {
+		return slices.ContainsFunc(keys, func(k sql.Expression) bool { return sameExpr(e, k) })
+	}
+	var bad *expression.GetField
+	for _, e := range g.SelectedExprs {
+		transform.InspectExpr(unalias(e), func(e sql.Expression) bool {
+			switch x := e.(type) {
+			case sql.Aggregation:
+				return false // inside an aggregate
+			case *expression.GetField:
+				if !isKey(x) && bad == nil {
+					bad = x
+				}
+			}
+			if isKey(e) {
+				return false
+			}
+			return bad != nil
+		})
+	}
+	if bad == nil {
+		return nil
+	}
+	if len(keys) == 0 {
+		return release.ErrAccess(src.db, src.name, fmt.Sprintf(
+			"%s is outside every aggregate: without GROUP BY a private release is one row of aggregates (COUNT(*), SUM(x), AVG(x) …); add GROUP BY %s for a row per key (keys selected privately), or drop it", bad.Name(), bad.Name()))
+	}
+	return release.ErrAccess(src.db, src.name, fmt.Sprintf(
+		"%s is neither a GROUP BY key nor inside an aggregate (in the SELECT list, HAVING or ORDER BY); add it to GROUP BY, or use it inside COUNT, SUM, AVG, VARIANCE or STDDEV", bad.Name()))
+}
+
+// plainReadRefusal explains a plain SELECT of a protected table's rows
+// (under WHERE, ORDER BY and LIMIT, which do not make it a release): the
+// statement's root reads the table through nothing else.
+func (p *policy) plainReadRefusal(root sql.Node) error {
+	n := root
+	for {
+		switch x := n.(type) {
+		case *plan.Project, *plan.Sort, *plan.Limit, *plan.Offset, *plan.TopN:
+			n = x.Children()[0]
+			continue
+		}
+		break
+	}
+	src, ok := p.protectedSource(n)
+	if !ok {
+		return nil
+	}
+	if src.join != nil {
+		return nil // the join's own refusal says more
+	}
+	var cols []string
+	for _, c := range root.Schema() {
+		if !strings.EqualFold(c.Name, src.unit) { // the privacy unit is never a useful key
+			cols = append(cols, c.Name)
+		}
+	}
+	if len(cols) == 0 {
+		cols = []string{"c"}
+	}
+	list := strings.Join(cols, ", ")
+	return release.ErrAccess(src.db, src.name, fmt.Sprintf(
+		"a plain SELECT returns its rows themselves, which no analyst may see; for the values that many users share write SELECT DISTINCT %s FROM %s, for counts SELECT %s, COUNT(*) FROM %s GROUP BY %s (ORDER BY and LIMIT apply to the released rows)",
+		list, src.name, list, src.name, list))
 }
 
 // hasWindow reports whether n is a Window node or has a window function

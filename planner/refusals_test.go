@@ -2,12 +2,16 @@ package planner_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/vitess/go/mysql"
+	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/engine"
+	"github.com/dpsql/dpsql/planner"
 )
 
 // TestWindowRefusals: a window function next to an aggregate is refused
@@ -86,6 +90,56 @@ func TestExplainAggregateLabels(t *testing.T) {
 	for k, v := range want {
 		if !strings.HasPrefix(got[k], v) {
 			t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+// TestRefusalsSayWhatToWrite: the guard's refusals of common shapes name
+// the shape and say what to write (1142, nothing charged).
+func TestRefusalsSayWhatToWrite(t *testing.T) {
+	cases := []struct{ q, want string }{
+		{"SELECT item FROM visits ORDER BY item LIMIT 3", "a plain SELECT returns its rows themselves, which no analyst may see; for the values that many users share write SELECT DISTINCT item FROM visits, for counts SELECT item, COUNT(*) FROM visits GROUP BY item"},
+		{"SELECT * FROM visits WHERE g = 1", "write SELECT DISTINCT item, g FROM visits"},
+		{"SELECT COUNT(*), item FROM visits", "item is outside every aggregate: without GROUP BY a private release is one row of aggregates (COUNT(*), SUM(x), AVG(x) …); add GROUP BY item"},
+		{"SELECT item, COUNT(*) FROM visits GROUP BY item ORDER BY g", "g is neither a GROUP BY key nor inside an aggregate (in the SELECT list, HAVING or ORDER BY); add it to GROUP BY, or use it inside COUNT"},
+		{"SELECT item, user_id, COUNT(*) FROM visits GROUP BY item", "user_id is neither a group key nor an aggregate; a private GROUP BY shows only its keys and noisy aggregates: add it to GROUP BY"},
+		{"SELECT DISTINCT item FROM visits ORDER BY g", "add it to the SELECT list (it then becomes part of the released key) or order by a selected column"},
+		{"SELECT DISTINCT v.item FROM visits v JOIN secrets s ON s.item = v.item", "this query joins the protected tables mydb.secrets and mydb.visits; a private release reads one protected table, so join two only after releasing each"},
+	}
+	for _, c := range cases {
+		gov := &publicGov{fakeGov{budget: 100}}
+		_, err := query(t, newPublicEngine(t, gov), "analyst", c.q)
+		if err == nil || !strings.Contains(err.Error(), "(errno 1142)") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want 1142 saying %q", c.q, err, c.want)
+		}
+		if len(gov.charged) != 0 {
+			t.Errorf("%s: charged %d", c.q, len(gov.charged))
+		}
+	}
+}
+
+// TestWindowCheck: the parser check refuses an aggregate beside a window
+// function in one SELECT (either order, HAVING and ORDER BY included) and
+// nothing else: not an aggregate inside the window's arguments, not a
+// window over a derived table's aggregates.
+func TestWindowCheck(t *testing.T) {
+	for q, refused := range map[string]bool{
+		"SELECT k, COUNT(*), RANK() OVER (ORDER BY k) FROM t GROUP BY k":                           true,
+		"SELECT k, RANK() OVER (ORDER BY k), COUNT(*) FROM t GROUP BY k":                           true,
+		"SELECT COUNT(*), ROW_NUMBER() OVER () FROM t":                                             true,
+		"SELECT k, ROW_NUMBER() OVER (ORDER BY k) FROM t GROUP BY k HAVING COUNT(*) > 1":           true,
+		"SELECT k, SUM(COUNT(*)) OVER () FROM t GROUP BY k":                                        false,
+		"SELECT k, n, RANK() OVER (ORDER BY n) FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) r": false,
+		"SELECT k, COUNT(*) FROM t GROUP BY k":                                                     false,
+	} {
+		stmt, err := ast.Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = planner.WindowCheck(stmt, q, nil)
+		var se *mysql.SQLError
+		if got := errors.As(err, &se) && se.Num == mysql.ERMixOfGroupFuncAndFields; got != refused {
+			t.Errorf("%s: %v, refused %v", q, err, refused)
 		}
 	}
 }

@@ -14,10 +14,11 @@ import (
 // newPublicKeysDeployment: shop.searches (protected, 300 users searching
 // from US, FR and unlisted ZZ), shop.countries (public: DE, FR, JP, US —
 // DE and JP searched by no one) and shop.cities (public, 100,001 rows: more
-// keys than one release may release); analyst alice.
+// keys than one release may release); zCDP accounting.
 func newPublicKeysDeployment(t *testing.T) *deployment {
 	t.Helper()
-	d := newDeployment(t, false)
+	d := newDeploymentWith(t, false, "zcdp") // the configuration's default accounting
+
 	var b strings.Builder
 	for u := 1; u <= 300; u++ {
 		fmt.Fprintf(&b, "%d\tUS\t%d\n", u, u%7)
@@ -78,7 +79,7 @@ func TestPublicKeysOverTheWire(t *testing.T) {
 	s := d.start(t)
 	alice := sessionConn(t, d.connect(t, s.Addr(), "bob", bobPass, false), "shop") // bob: no per-release cap
 	ctx := context.Background()
-	const hint = "/*+ SET_VAR(dp_epsilon = 0.8) SET_VAR(dp_max_groups_contributed = 2) SET_VAR(dp_max_rows_per_group = 1) SET_VAR(dp_contribution_bounds = '0,10') */ "
+	const hint = "/*+ SET_VAR(dp_epsilon = 0.3) SET_VAR(dp_max_groups_contributed = 2) SET_VAR(dp_max_rows_per_group = 1) SET_VAR(dp_contribution_bounds = '0,10') */ "
 	for i, q := range []string{
 		"SELECT " + hint + "c.code, COUNT(*), SUM(s.amount) FROM countries c LEFT JOIN searches s ON s.country = c.code GROUP BY c.code",
 		"SELECT " + hint + "c.code, COUNT(*), SUM(s.amount) FROM searches s RIGHT JOIN countries c ON c.code = s.country GROUP BY c.code",

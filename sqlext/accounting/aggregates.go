@@ -21,7 +21,7 @@ func Aggregates(p *dpagg.Plan) (Cost, error) {
 		return Cost{}, fmt.Errorf("accounting: no aggregates plan")
 	}
 	c := Cost{Releases: 1, Epsilon: p.Epsilon, Delta: p.Delta}
-	if !p.Global { // a global release selects no key: its statistics are all it costs
+	if !p.Global && !p.PublicKeys { // a global release, or one over public keys, selects no key: its statistics are all it costs
 		sel, err := SetUnion(p.Selection)
 		if err != nil {
 			return Cost{}, err

@@ -267,3 +267,29 @@ func TestPublicKeysRelease(t *testing.T) {
 		t.Errorf("sample variance %v against the plan's %v (z = %.2f)", v, sd*sd, z)
 	}
 }
+
+// BenchmarkPublicKeysMax releases MaxPublicKeys public keys with COUNT(*)
+// and SUM over no rows: the noise draws every release over public keys
+// makes per key, whatever the data (the cost MaxPublicKeys bounds).
+func BenchmarkPublicKeysMax(b *testing.B) {
+	o := Defaults()
+	o.PublicKeys = true
+	o.Aggregates = []Aggregate{{Kind: CountRows}, {Kind: Sum, Lower: 0, Upper: 100}}
+	keys := make([]string, MaxPublicKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key%06d", i)
+	}
+	rng := securerand.NewSeeded(1)
+	for b.Loop() {
+		p, err := New(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.SetPublicKeys(keys); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Release(rng); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
