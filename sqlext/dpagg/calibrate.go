@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/big"
 
-	"github.com/dpsql/dpsql/sqlext/dpagg/discrete"
 	"github.com/dpsql/dpsql/sqlext/noise"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -121,8 +120,8 @@ type StatPlan struct {
 	rowGrid  float64 // h: rows are accumulated exactly in units of h
 	weight   float64
 	level    float64 // quantiles: p
-	lap      *discrete.Laplace
-	gau      *discrete.Gaussian
+	lap      *noise.Laplace
+	gau      *noise.Gaussian
 	// halfWidths caches halfWidth per level (interval.go).
 	halfWidths map[float64]int64
 }
@@ -293,7 +292,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 			if bf, _ := b.Float64(); bf > maxScaleUnits {
 				return s.tooLarge(bf)
 			}
-			l, err := discrete.NewLaplaceRat(discrete.RoundUp(b, 30))
+			l, err := noise.NewLaplaceRat(noise.RoundUp(b, 30))
 			if err != nil {
 				return fmt.Errorf("aggregate noise: %w (lower epsilon or max_groups_contributed are too extreme)", err)
 			}
@@ -343,7 +342,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 			if sf, _ := s2.Float64(); math.Sqrt(sf) > maxScaleUnits {
 				return s.tooLarge(math.Sqrt(sf))
 			}
-			g, err := discrete.NewGaussian(discrete.RoundUp(s2, 48))
+			g, err := noise.NewGaussian(noise.RoundUp(s2, 48))
 			if err != nil {
 				return fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
 			}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/dpsql/dpsql/internal/testenv"
-	"github.com/dpsql/dpsql/sqlext/dpagg/discrete"
 	"github.com/dpsql/dpsql/sqlext/noise"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
@@ -258,7 +257,7 @@ func TestCorpusWordCounts(t *testing.T) {
 				relNoise = append(relNoise, math.Abs(r.Values[ai]-b)/b)
 				relRaw = append(relRaw, math.Abs(r.Values[ai]-raw)/raw)
 			}
-			bq, err := discrete.NewLaplaceRat(discrete.RoundUp(new(big.Rat).SetFloat64(bqScale), 30))
+			bq, err := noise.NewLaplaceRat(noise.RoundUp(new(big.Rat).SetFloat64(bqScale), 30))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -188,7 +188,7 @@
 // the aggregate is Δ0·ε_q-DP and Δ0·ε_q²/8-zCDP (ε_q-bounded range); ε_q is
 // the aggregate's share, ε_i/Δ0 or √(8ρ_i/Δ0). The draw is exact:
 // rejection from the uniform candidate with acceptance exp(−λ·e_j) sampled
-// by discrete.BernoulliExp on integers. See quantile.go.
+// by noise.BernoulliExp on integers. See quantile.go.
 //
 // # Limits
 //

@@ -8,7 +8,7 @@ import "math"
 // statistics of its row and from the plan's noise calibration only: the
 // half-width w_i(level) of statistic i is the smallest integer with
 // P(|Z_i| ≤ w) ≥ level for its exact discrete Laplace or Gaussian noise Z_i
-// (discrete.Laplace.HalfWidth, discrete.Gaussian.HalfWidth), a function of
+// (noise.Laplace.HalfWidth, noise.Gaussian.HalfWidth), a function of
 // the public scale alone, never of the data. The interval is therefore
 // post-processing of the release: it costs nothing and reveals nothing
 // beyond the noisy statistics (which it exposes unclamped: a count's

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/dpsql/dpsql/sqlext/dpagg/discrete"
 	"github.com/dpsql/dpsql/sqlext/explain"
+	"github.com/dpsql/dpsql/sqlext/noise"
 )
 
 // Quantiles (SQL MEDIAN(x) and PERCENTILE_CONT(x, p)), per key or global,
@@ -66,7 +66,7 @@ import (
 //
 // Exact sampling. Rejection: draw j uniformly from the G+1 candidates
 // (Uint64N, exactly uniform) and accept with probability exp(−λ·e_j),
-// sampled by discrete.BernoulliExp from the integers λ's numerator·e_j and
+// sampled by noise.BernoulliExp from the integers λ's numerator·e_j and
 // its denominator (CKS20 Algorithm 1). The accepted j has exactly the
 // distribution above (min e_j = 0, so no acceptance probability exceeds 1),
 // and no floating-point operation takes part in any decision; the output
@@ -382,7 +382,7 @@ func (q *quantileNoise) sample(rng *rand.Rand, vals []uint32) (int, error) {
 // acceptor samples Bernoulli(exp(−λ·e)) for λ = lamNum/2^lamBits, exactly:
 // exp(−γ) = exp(−1)^⌊γ⌋ · exp(−(γ − ⌊γ⌋)), the integer part as
 // independent Bernoulli(e^−1) draws stopped at the first failure (fewer
-// than 1.6 on average) and the fraction by discrete.BernoulliExp on
+// than 1.6 on average) and the fraction by noise.BernoulliExp on
 // machine words when λ's denominator fits; big integers otherwise.
 type acceptor struct {
 	q            *quantileNoise
@@ -411,15 +411,15 @@ func (a *acceptor) accept(rng *rand.Rand, en uint64) bool {
 				intPart |= hi << (64 - k)
 			}
 			for range intPart {
-				if !discrete.BernoulliExp(rng, a.one, a.one) {
+				if !noise.BernoulliExp(rng, a.one, a.one) {
 					return false
 				}
 			}
-			return discrete.BernoulliExp(rng, a.rem.SetUint64(lo&(1<<k-1)), a.dd)
+			return noise.BernoulliExp(rng, a.rem.SetUint64(lo&(1<<k-1)), a.dd)
 		}
 	}
 	a.n.Mul(a.e.SetUint64(en), a.q.lamNum)
-	return discrete.BernoulliExp(rng, a.n, a.q.lamDen)
+	return noise.BernoulliExp(rng, a.n, a.q.lamDen)
 }
 
 // quantileProbabilities returns the exact release distribution over the

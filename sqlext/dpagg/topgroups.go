@@ -8,7 +8,7 @@ import (
 	"math/big"
 	"slices"
 
-	"github.com/dpsql/dpsql/sqlext/dpagg/discrete"
+	"github.com/dpsql/dpsql/sqlext/noise"
 )
 
 // The aggregates' own Δ0 when max_groups_contributed is chosen privately.
@@ -85,7 +85,7 @@ func (t *tester) chooseAggregateGroups(rows [][]uint32, m int, kappa float64) (i
 	g := len(topGroupsGrid)
 	// σ_J in integer units: TopGroupsUnits·B·σ_t·√(G/S).
 	sigma := TopGroupsUnits * TopGroupsLossCap * t.sigma * math.Sqrt(float64(g)/TopGroupsSlots)
-	gau, err := discrete.NewGaussian(discrete.RoundUp(new(big.Rat).SetFloat64(sigma*sigma), 48))
+	gau, err := noise.NewGaussian(noise.RoundUp(new(big.Rat).SetFloat64(sigma*sigma), 48))
 	if err != nil {
 		return 0, err
 	}

@@ -1,10 +1,11 @@
-// Package noise holds the calibration mathematics of the privacy core: the
-// standard normal distribution functions evaluated stably in their tails, the
-// analytic Gaussian mechanism of Balle & Wang (2018), and the release
-// thresholds of the differentially private set union mechanisms of Gopi et al.
-// (ICML 2020, journal version 2021) and Carvalho et al. (AAAI 2022).
+// Package noise holds the noise of the privacy core: its calibration and its
+// exact samplers, side by side (as in Google DP's noise package).
 //
-// Every function here is pure: no randomness and no data. The formulas are
+// Calibration: the standard normal distribution functions evaluated stably in
+// their tails, the analytic Gaussian mechanism of Balle & Wang (2018), and the
+// release thresholds of the differentially private set union mechanisms of
+// Gopi et al. (ICML 2020, journal version 2021) and Carvalho et al. (AAAI
+// 2022). These functions are pure: no randomness and no data. The formulas are
 // those of docs/privacy.md §2, including its numerical prescriptions: small tail
 // probabilities are formed with expm1/log1p and never as 1 − (something close
 // to 1), and e^ε·Φ(x) is evaluated as exp(ε + log Φ(x)).

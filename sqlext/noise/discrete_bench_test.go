@@ -1,4 +1,4 @@
-package discrete
+package noise
 
 import (
 	"math/big"

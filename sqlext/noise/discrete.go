@@ -1,4 +1,4 @@
-// Package discrete samples exactly from the discrete Laplace and discrete
+// Exact samplers (discrete.go). This file samples exactly from the discrete Laplace and discrete
 // Gaussian distributions on the integers, the integer-valued noises of the
 // DP aggregates (Canonne, Kamath & Steinke 2020, "The Discrete Gaussian for
 // Differential Privacy", NeurIPS; CKS20 below).
@@ -34,7 +34,8 @@
 // Samples are int64. A draw whose magnitude would not fit (probability below
 // e^(−2^63/scale), for instance e^(−8192) at scale 2^50) returns
 // ErrOutOfRange instead of a wrapped or saturated value.
-package discrete
+
+package noise
 
 import (
 	"errors"
