@@ -586,7 +586,15 @@ func (v *validator) validate(c *Config, dir string) {
 		}
 		return filepath.Join(dir, p)
 	}
+	v.validateServer(c, resolve)
+	tables, protectedDB := v.validateDatasets(c, resolve)
+	v.validateViews(c, tables)
+	v.validateAccounts(c, protectedDB)
+}
 
+// validateServer checks the server-wide settings: listen, tls, data_dir,
+// defaults, accounting, login throttling, reuse and limits.
+func (v *validator) validateServer(c *Config, resolve func(string) string) {
 	// listen
 	if c.Listen == "" {
 		c.Listen = DefaultListen
@@ -662,13 +670,18 @@ func (v *validator) validate(c *Config, dir string) {
 			v.errorf(at("limits", key), "limits.%s must be a number ≥ 0 (0 or omitted: the default) and, for a δ, below 1; got %v", key, f.Interface())
 		}
 	}
+}
 
+// validateDatasets checks every dataset and returns the tables declared
+// (lower-cased database.table → index) and the databases holding a
+// protected table.
+func (v *validator) validateDatasets(c *Config, resolve func(string) string) (tables map[string]int, protectedDB map[string]bool) {
 	// datasets
 	if len(c.Datasets) == 0 {
 		v.errorf(nil, "datasets: declare at least one table to serve")
 	}
-	tables := map[string]int{}
-	protectedDB := map[string]bool{}
+	tables = map[string]int{}
+	protectedDB = map[string]bool{}
 	for i := range c.Datasets {
 		d := &c.Datasets[i]
 		p := func(rest ...any) []any { return append([]any{"datasets", i}, rest...) }
@@ -700,90 +713,107 @@ func (v *validator) validate(c *Config, dir string) {
 		if v.validateSource(d, p, what, resolve, protectedDB) {
 			continue
 		}
-		if d.File == "" {
-			v.errorf(p(), "%s: file is required (the CSV, TSV, JSON lines or Parquet file to load), or source: to read a database", what)
-		}
-		d.File = resolve(d.File)
-		if d.Format == "" {
-			d.Format = tabfile.FormatOf(d.File)
-		} else if f, err := tabfile.ParseFormat(string(d.Format)); err != nil {
-			v.errorf(p("format"), "%s: %v", what, err)
-		} else {
-			d.Format = f
-		}
-		delimited := d.Format == tabfile.TSV || d.Format == tabfile.CSV
-		if d.Header && !delimited {
-			v.errorf(p("header"), "%s: header applies to tsv and csv files only (%s columns are found by name)", what, d.Format)
-		}
-		if d.Null != nil && !delimited {
-			v.errorf(p("null"), "%s: null applies to tsv and csv files only (%s files mark NULL themselves)", what, d.Format)
-		}
+		names := v.validateFile(d, p, what, resolve)
+		v.validateProtection(d, p, what, names, protectedDB)
+	}
+	return tables, protectedDB
+}
 
-		if len(d.Columns) == 0 {
-			v.errorf(p(), "%s: columns are required: list each column's name and SQL type", what)
-		}
-		names := map[string]bool{}
-		positions := map[int]string{}
-		for j := range d.Columns {
-			col := &d.Columns[j]
-			cp := func(rest ...any) []any { return p(append([]any{"columns", j}, rest...)...) }
-			if col.Name == "" {
-				v.errorf(cp(), "%s: columns[%d] needs a name", what, j)
-			} else if !reIdent.MatchString(col.Name) {
-				v.errorf(cp("name"), "%s: column name %q must start with a letter or _ and contain only letters, digits, _ and $ (at most 64)", what, col.Name)
-			} else if names[strings.ToLower(col.Name)] {
-				v.errorf(cp("name"), "%s: column %q is declared twice (column names are case-insensitive)", what, col.Name)
-			}
-			names[strings.ToLower(col.Name)] = true
-			if col.Type == "" {
-				v.errorf(cp(), "%s: column %q needs a type, for example VARCHAR(64), BIGINT or TEXT", what, col.Name)
-			} else if t, err := ParseColumnType(col.Type); err != nil {
-				v.errorf(cp("type"), "%s: column %q: %v", what, col.Name, err)
-			} else {
-				col.Type = t.String()
-			}
-			if col.Position != 0 {
-				if !delimited {
-					v.errorf(cp("position"), "%s: column %q: position applies to tsv and csv files; %s columns are found by name (use source: to name the field)", what, col.Name, d.Format)
-				} else if col.Position < 0 {
-					v.errorf(cp("position"), "%s: column %q: position counts from 1", what, col.Name)
-				}
-			}
-			if col.Source != "" && delimited && !d.Header {
-				v.errorf(cp("source"), "%s: column %q: the file has no header, so fields are found by position, not by name (set header: true or use position:)", what, col.Name)
-			}
-			if col.Source != "" && col.Position != 0 {
-				v.errorf(cp(), "%s: column %q: give source or position, not both", what, col.Name)
-			}
-			pos := col.Position
-			if pos == 0 && delimited && !d.Header {
-				pos = j + 1
-			}
-			if pos > 0 {
-				if other, dup := positions[pos]; dup {
-					v.errorf(cp(), "%s: columns %q and %q both read field %d", what, other, col.Name, pos)
-				}
-				positions[pos] = col.Name
-			}
-		}
-
-		switch {
-		case d.PrivacyUnit != "" && d.Public:
-			v.errorf(p("public"), "%s: a table is either protected (privacy_unit) or public, not both", what)
-		case d.PrivacyUnit == "" && !d.Public:
-			v.errorf(p(), "%s: say how the table is protected: privacy_unit: COLUMN names the column identifying the person whose rows are protected together; public: true lets analysts read the table without differential privacy", what)
-		case d.PrivacyUnit != "":
-			if !names[strings.ToLower(d.PrivacyUnit)] {
-				var cols []string
-				for _, c := range d.Columns {
-					cols = append(cols, c.Name)
-				}
-				v.errorf(p("privacy_unit"), "%s: privacy_unit %q is not one of its columns (%s)", what, d.PrivacyUnit, strings.Join(cols, ", "))
-			}
-			protectedDB[strings.ToLower(d.Database)] = true
-		}
+// validateFile checks a file dataset's file, format and columns, and
+// returns its column names (lower-cased).
+func (v *validator) validateFile(d *Dataset, p func(...any) []any, what string, resolve func(string) string) map[string]bool {
+	if d.File == "" {
+		v.errorf(p(), "%s: file is required (the CSV, TSV, JSON lines or Parquet file to load), or source: to read a database", what)
+	}
+	d.File = resolve(d.File)
+	if d.Format == "" {
+		d.Format = tabfile.FormatOf(d.File)
+	} else if f, err := tabfile.ParseFormat(string(d.Format)); err != nil {
+		v.errorf(p("format"), "%s: %v", what, err)
+	} else {
+		d.Format = f
+	}
+	delimited := d.Format == tabfile.TSV || d.Format == tabfile.CSV
+	if d.Header && !delimited {
+		v.errorf(p("header"), "%s: header applies to tsv and csv files only (%s columns are found by name)", what, d.Format)
+	}
+	if d.Null != nil && !delimited {
+		v.errorf(p("null"), "%s: null applies to tsv and csv files only (%s files mark NULL themselves)", what, d.Format)
 	}
 
+	if len(d.Columns) == 0 {
+		v.errorf(p(), "%s: columns are required: list each column's name and SQL type", what)
+	}
+	names := map[string]bool{}
+	positions := map[int]string{}
+	for j := range d.Columns {
+		col := &d.Columns[j]
+		cp := func(rest ...any) []any { return p(append([]any{"columns", j}, rest...)...) }
+		if col.Name == "" {
+			v.errorf(cp(), "%s: columns[%d] needs a name", what, j)
+		} else if !reIdent.MatchString(col.Name) {
+			v.errorf(cp("name"), "%s: column name %q must start with a letter or _ and contain only letters, digits, _ and $ (at most 64)", what, col.Name)
+		} else if names[strings.ToLower(col.Name)] {
+			v.errorf(cp("name"), "%s: column %q is declared twice (column names are case-insensitive)", what, col.Name)
+		}
+		names[strings.ToLower(col.Name)] = true
+		if col.Type == "" {
+			v.errorf(cp(), "%s: column %q needs a type, for example VARCHAR(64), BIGINT or TEXT", what, col.Name)
+		} else if t, err := ParseColumnType(col.Type); err != nil {
+			v.errorf(cp("type"), "%s: column %q: %v", what, col.Name, err)
+		} else {
+			col.Type = t.String()
+		}
+		if col.Position != 0 {
+			if !delimited {
+				v.errorf(cp("position"), "%s: column %q: position applies to tsv and csv files; %s columns are found by name (use source: to name the field)", what, col.Name, d.Format)
+			} else if col.Position < 0 {
+				v.errorf(cp("position"), "%s: column %q: position counts from 1", what, col.Name)
+			}
+		}
+		if col.Source != "" && delimited && !d.Header {
+			v.errorf(cp("source"), "%s: column %q: the file has no header, so fields are found by position, not by name (set header: true or use position:)", what, col.Name)
+		}
+		if col.Source != "" && col.Position != 0 {
+			v.errorf(cp(), "%s: column %q: give source or position, not both", what, col.Name)
+		}
+		pos := col.Position
+		if pos == 0 && delimited && !d.Header {
+			pos = j + 1
+		}
+		if pos > 0 {
+			if other, dup := positions[pos]; dup {
+				v.errorf(cp(), "%s: columns %q and %q both read field %d", what, other, col.Name, pos)
+			}
+			positions[pos] = col.Name
+		}
+	}
+	return names
+}
+
+// validateProtection checks that a dataset is either protected by a
+// privacy unit among its columns or public, and records protected
+// databases.
+func (v *validator) validateProtection(d *Dataset, p func(...any) []any, what string, names map[string]bool, protectedDB map[string]bool) {
+	switch {
+	case d.PrivacyUnit != "" && d.Public:
+		v.errorf(p("public"), "%s: a table is either protected (privacy_unit) or public, not both", what)
+	case d.PrivacyUnit == "" && !d.Public:
+		v.errorf(p(), "%s: say how the table is protected: privacy_unit: COLUMN names the column identifying the person whose rows are protected together; public: true lets analysts read the table without differential privacy", what)
+	case d.PrivacyUnit != "":
+		if !names[strings.ToLower(d.PrivacyUnit)] {
+			var cols []string
+			for _, c := range d.Columns {
+				cols = append(cols, c.Name)
+			}
+			v.errorf(p("privacy_unit"), "%s: privacy_unit %q is not one of its columns (%s)", what, d.PrivacyUnit, strings.Join(cols, ", "))
+		}
+		protectedDB[strings.ToLower(d.Database)] = true
+	}
+}
+
+// validateViews checks the stored views against the declared tables.
+func (v *validator) validateViews(c *Config, tables map[string]int) {
 	// views
 	isTable := func(key string) bool { _, ok := tables[key]; return ok }
 	for i, w := range c.Views {
@@ -805,7 +835,11 @@ func (v *validator) validate(c *Config, dir string) {
 			}
 		}
 	}
+}
 
+// validateAccounts checks the admin and analyst accounts and the analysts'
+// budgets.
+func (v *validator) validateAccounts(c *Config, protectedDB map[string]bool) {
 	// accounts
 	users := map[string]string{}
 	account := func(p []any, kind, user, host, hash, defaultHost string) (string, PasswordHash) {
