@@ -135,96 +135,20 @@ func Load(name string, src RowSource, opts LoadOptions) (*Table, LoadInfo, error
 	})
 	defer prog.Stop()
 
-	// Read the sample (copies: the source reuses its slices).
-	var sample [][][]byte
-	var sampleLines []int64
-	for len(sample) < sampleN {
-		f, err := src.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fail("line %d: %v", src.Line(), err)
-		}
-		row := make([][]byte, len(f))
-		for i, x := range f {
-			row[i] = bytes.Clone(x)
-		}
-		sample = append(sample, row)
-		sampleLines = append(sampleLines, src.Line())
+	sample, sampleLines, err := readSample(src, sampleN)
+	if err != nil {
+		return fail("%v", err)
 	}
-
-	// Column names and the header row.
-	var names []string
-	header := false
 	specs := opts.Columns
-	switch {
-	case len(specs) > 0:
-		for _, c := range specs {
-			names = append(names, c.Name)
-		}
-		switch opts.Header {
-		case HeaderYes:
-			header = len(sample) > 0
-		case HeaderAuto:
-			header = len(sample) > 0 && (rowEquals(sample[0], names) || typedHeader(sample, specs))
-		}
-	default:
-		if ns, ok := src.(NamedSource); ok {
-			names = ns.Columns()
-			break
-		}
-		width := 0
-		for _, r := range sample {
-			width = max(width, len(r))
-		}
-		if width == 0 {
-			return fail("the file has no rows: name its columns to load an empty table")
-		}
-		switch opts.Header {
-		case HeaderYes:
-			header = true
-		case HeaderAuto:
-			header = detectHeader(sample, width)
-		}
-		if header {
-			for i, f := range sample[0] {
-				n := strings.TrimSpace(string(f))
-				if n == "" {
-					n = fmt.Sprintf("c%d", i+1)
-				}
-				names = append(names, n)
-			}
-			for i := len(names); i < width; i++ {
-				names = append(names, fmt.Sprintf("c%d", i+1))
-			}
-		} else {
-			for i := range width {
-				names = append(names, fmt.Sprintf("c%d", i+1))
-			}
-		}
+	names, header, err := columnNames(src, sample, specs, opts.Header)
+	if err != nil {
+		return fail("%v", err)
 	}
 	data, dataLines := sample, sampleLines
 	if header {
 		data, dataLines = sample[1:], sampleLines[1:]
 	}
-
-	// Types.
-	cols := make([]Column, len(names))
-	for i, n := range names {
-		cols[i].Name = n
-		if i < len(specs) && specs[i].Typed {
-			cols[i].Type = specs[i].Type
-			continue
-		}
-		var vals [][]byte
-		for _, r := range data {
-			if i < len(r) {
-				vals = append(vals, r[i])
-			}
-		}
-		cols[i].Type = inferType(vals)
-	}
+	cols := columnTypes(names, specs, data)
 	b, err := NewTableBuilder(name, cols)
 	if err != nil {
 		return fail("%v", err)
@@ -276,6 +200,103 @@ func Load(name string, src RowSource, opts LoadOptions) (*Table, LoadInfo, error
 		return fail("%v", err)
 	}
 	return t, LoadInfo{Rows: t.rows, Columns: cols, Header: header, Duration: time.Since(start)}, nil
+}
+
+// readSample reads up to n rows of src (copies: the source reuses its
+// slices) and their line numbers.
+func readSample(src RowSource, n int) ([][][]byte, []int64, error) {
+	var sample [][][]byte
+	var sampleLines []int64
+	for len(sample) < n {
+		f, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("line %d: %v", src.Line(), err)
+		}
+		row := make([][]byte, len(f))
+		for i, x := range f {
+			row[i] = bytes.Clone(x)
+		}
+		sample = append(sample, row)
+		sampleLines = append(sampleLines, src.Line())
+	}
+	return sample, sampleLines, nil
+}
+
+// columnNames returns the table's column names — the declared ones, the
+// source's, the header row's or c1, c2, … — and whether the sample's first
+// row is a header.
+func columnNames(src RowSource, sample [][][]byte, specs []ColumnSpec, hdr Header) (names []string, header bool, err error) {
+	switch {
+	case len(specs) > 0:
+		for _, c := range specs {
+			names = append(names, c.Name)
+		}
+		switch hdr {
+		case HeaderYes:
+			header = len(sample) > 0
+		case HeaderAuto:
+			header = len(sample) > 0 && (rowEquals(sample[0], names) || typedHeader(sample, specs))
+		}
+	default:
+		if ns, ok := src.(NamedSource); ok {
+			names = ns.Columns()
+			break
+		}
+		width := 0
+		for _, r := range sample {
+			width = max(width, len(r))
+		}
+		if width == 0 {
+			return nil, false, fmt.Errorf("the file has no rows: name its columns to load an empty table")
+		}
+		switch hdr {
+		case HeaderYes:
+			header = true
+		case HeaderAuto:
+			header = detectHeader(sample, width)
+		}
+		if header {
+			for i, f := range sample[0] {
+				n := strings.TrimSpace(string(f))
+				if n == "" {
+					n = fmt.Sprintf("c%d", i+1)
+				}
+				names = append(names, n)
+			}
+			for i := len(names); i < width; i++ {
+				names = append(names, fmt.Sprintf("c%d", i+1))
+			}
+		} else {
+			for i := range width {
+				names = append(names, fmt.Sprintf("c%d", i+1))
+			}
+		}
+	}
+	return names, header, nil
+}
+
+// columnTypes returns the columns: each declared type, or the type inferred
+// from the sampled data rows.
+func columnTypes(names []string, specs []ColumnSpec, data [][][]byte) []Column {
+	cols := make([]Column, len(names))
+	for i, n := range names {
+		cols[i].Name = n
+		if i < len(specs) && specs[i].Typed {
+			cols[i].Type = specs[i].Type
+			continue
+		}
+		var vals [][]byte
+		for _, r := range data {
+			if i < len(r) {
+				vals = append(vals, r[i])
+			}
+		}
+		cols[i].Type = inferType(vals)
+	}
+	return cols
 }
 
 func specTyped(specs []ColumnSpec, name string) bool {
