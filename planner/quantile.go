@@ -170,13 +170,28 @@ func blockHasQuantile(p *plan.Project) bool {
 func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 	chain, bottom := blockChain(p)
 	nodes := append([]sql.Node{p}, chain...)
+	lifted, order, argIDs, err := collectQuantiles(ctx, nodes)
+	if err != nil {
+		return nil, err
+	}
+	newBottom, keyIDs, err := quantileBottom(ctx, p, bottom, order, argIDs)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := rebuildQuantileChain(nodes, newBottom, lifted, order)
+	if err != nil {
+		return nil, err
+	}
+	return pruneQuantileArgs(cur, argIDs, keyIDs)
+}
 
-	// The distinct calls of the block, bound, each with a fresh id.
-	lifted := map[string]sql.Expression{}
-	var order []sql.Expression
-	argIDs := map[sql.ColumnId]bool{}
+// collectQuantiles returns the distinct quantile calls of the block's
+// nodes, bound, each with a fresh id (by text, and in order), and the ids
+// of the columns their arguments read.
+func collectQuantiles(ctx *sql.Context, nodes []sql.Node) (lifted map[string]sql.Expression, order []sql.Expression, argIDs map[sql.ColumnId]bool, err error) {
+	lifted = map[string]sql.Expression{}
+	argIDs = map[sql.ColumnId]bool{}
 	for _, n := range nodes {
-		var err error
 		en, ok := n.(sql.Expressioner)
 		if !ok {
 			continue
@@ -212,25 +227,23 @@ func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 			})
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
-	ref := func(l sql.Expression) *expression.GetField {
-		id := l.(sql.IdExpression).Id()
-		return expression.NewGetFieldWithTable(int(id), 0, types.Float64, "", "", l.String(), true).WithId(id).(*expression.GetField)
-	}
-	replace := func(n sql.Node) (sql.Node, error) {
-		return mapExprs(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-			if q, ok := e.(*functions.Quantile); ok {
-				return ref(lifted[q.String()]), transform.NewTree, nil
-			}
-			return e, transform.SameTree, nil
-		})
-	}
+	return lifted, order, argIDs, nil
+}
 
-	// The new bottom: the GroupBy with the calls added, or a new one.
-	var newBottom sql.Node
-	keyIDs := map[sql.ColumnId]bool{}
+// quantileRef is a reference to the lifted call l's column.
+func quantileRef(l sql.Expression) *expression.GetField {
+	id := l.(sql.IdExpression).Id()
+	return expression.NewGetFieldWithTable(int(id), 0, types.Float64, "", "", l.String(), true).WithId(id).(*expression.GetField)
+}
+
+// quantileBottom returns the block's new bottom — its GroupBy with the
+// calls added, or a new keyless GroupBy of the calls — and the ids of the
+// GroupBy's key columns.
+func quantileBottom(ctx *sql.Context, p *plan.Project, bottom sql.Node, order []sql.Expression, argIDs map[sql.ColumnId]bool) (newBottom sql.Node, keyIDs map[sql.ColumnId]bool, err error) {
+	keyIDs = map[sql.ColumnId]bool{}
 	if g, ok := bottom.(*plan.GroupBy); ok {
 		// The calls' arguments are evaluated on the GroupBy's input rows,
 		// so they must not read its aggregates (MEDIAN(COUNT(x))).
@@ -239,7 +252,7 @@ func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 				continue
 			}
 			if ie, ok := e.(sql.IdExpression); ok && argIDs[ie.Id()] {
-				return nil, errQuantileArgument()
+				return nil, nil, errQuantileArgument()
 			}
 		}
 		for _, k := range g.GroupByExprs {
@@ -252,16 +265,16 @@ func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 		}
 		src, err := liftQuantileNode(ctx, g.Child)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		newBottom = plan.NewGroupBy(append(append([]sql.Expression(nil), g.SelectedExprs...), order...), g.GroupByExprs, src)
+		return plan.NewGroupBy(append(append([]sql.Expression(nil), g.SelectedExprs...), order...), g.GroupByExprs, src), keyIDs, nil
 	} else {
 		if hasGroupBy(bottom) {
-			return nil, errQuantilePlacement()
+			return nil, nil, errQuantilePlacement()
 		}
 		src, err := liftQuantileNode(ctx, bottom)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var projections []sql.Expression
 		for _, e := range p.Projections {
@@ -274,14 +287,26 @@ func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 			projections = append(projections, x)
 		}
 		if err := checkNonAggregatedQuantile(projections, src); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		newBottom = plan.NewGroupBy(order, nil, src)
+		return plan.NewGroupBy(order, nil, src), keyIDs, nil
 	}
+}
 
-	// Rebuild the chain bottom-up: replace the calls, pass the lifted
+// rebuildQuantileChain rebuilds the block's chain bottom-up over bottom:
+// the calls replaced by references to their lifted columns, which inner
+// Projects pass through.
+func rebuildQuantileChain(nodes []sql.Node, bottom sql.Node, lifted map[string]sql.Expression, order []sql.Expression) (sql.Node, error) {
+	replace := func(n sql.Node) (sql.Node, error) {
+		return mapExprs(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
+			if q, ok := e.(*functions.Quantile); ok {
+				return quantileRef(lifted[q.String()]), transform.NewTree, nil
+			}
+			return e, transform.SameTree, nil
+		})
+	}
 	// columns through inner Projects.
-	cur := newBottom
+	cur := bottom
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n, err := replace(nodes[i])
 		if err != nil {
@@ -290,7 +315,7 @@ func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 		if ip, ok := n.(*plan.Project); ok && i > 0 {
 			exprs := append([]sql.Expression(nil), ip.Projections...)
 			for _, l := range order {
-				exprs = append(exprs, ref(l))
+				exprs = append(exprs, quantileRef(l))
 			}
 			n = plan.NewProject(exprs, ip.Child)
 		}
@@ -298,7 +323,7 @@ func liftQuantileBlock(ctx *sql.Context, p *plan.Project) (sql.Node, error) {
 			return nil, err
 		}
 	}
-	return pruneQuantileArgs(cur, argIDs, keyIDs)
+	return cur, nil
 }
 
 // pruneQuantileArgs drops, from the block's GroupBy and inner Projects, the
