@@ -174,28 +174,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	fcfg.Governor = gov
 	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	warnMemory(lim, logw)
-	popts := []planner.PolicyOption{
-		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
-		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
-		planner.WithTableDefaults(tableDefaults(cfg)), // defaults.go
-	}
-	var indexes *release.Indexes
-	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {
-		if n == 0 {
-			n = release.DefaultIndexBytes
-		}
-		indexes = release.NewIndexes(n, lockedLog(logw))
-		popts = append(popts, planner.WithIndexes(indexes))
-		fcfg.Indexes = indexes
-		prebuildIndexes(indexes, p, len(cfg.Accounts.Analysts), protected)
-		ds.swapped = func(db, table, unit string, t sql.Table) {
-			indexes.Prebuild([]release.PrebuildTable{{DB: db, Name: table, Table: t, UnitCol: unit}})
-		}
-	}
-	if fcfg.Rand != nil {
-		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
-	}
-	popts = append(popts, planner.WithLog(lockedLog(logw))) // push-down sources' errors
+	popts, indexes := policyOptions(cfg, &fcfg, ds, p, protected, logw)
 	e, err := NewEngine(Config{
 		Provider:  p,
 		Functions: fcfg,
@@ -240,6 +219,37 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	}
 	ds.start(gov)
 	return &Governed{cfg: cfg, ledger: l, gov: gov, engine: e, srv: srv, log: logw, indexes: indexes, globals: globals, datasets: ds}, nil
+}
+
+// policyOptions returns the planner's options for cfg — the release limits,
+// the tables' configured defaults, the release indexes (prebuilt for the
+// protected tables, and again after each reload) and the log — and the
+// indexes (nil when release_index_bytes is -1), which it also gives to the
+// functions' configuration fcfg.
+func policyOptions(cfg *config.Config, fcfg *functions.Config, ds *datasets, p *storage.Provider, protected []governance.ProtectedTable, logw io.Writer) ([]planner.PolicyOption, *release.Indexes) {
+	popts := []planner.PolicyOption{
+		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
+		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
+		planner.WithTableDefaults(tableDefaults(cfg)), // defaults.go
+	}
+	var indexes *release.Indexes
+	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {
+		if n == 0 {
+			n = release.DefaultIndexBytes
+		}
+		indexes = release.NewIndexes(n, lockedLog(logw))
+		popts = append(popts, planner.WithIndexes(indexes))
+		fcfg.Indexes = indexes
+		prebuildIndexes(indexes, p, len(cfg.Accounts.Analysts), protected)
+		ds.swapped = func(db, table, unit string, t sql.Table) {
+			indexes.Prebuild([]release.PrebuildTable{{DB: db, Name: table, Table: t, UnitCol: unit}})
+		}
+	}
+	if fcfg.Rand != nil {
+		popts = append(popts, planner.WithRand(fcfg.Rand)) // tests: seeded releases
+	}
+	popts = append(popts, planner.WithLog(lockedLog(logw))) // push-down sources' errors
+	return popts, indexes
 }
 
 // loginHint is what a refused login without TLS is told (for every user
