@@ -283,7 +283,7 @@ func TestReuseOverTheWire(t *testing.T) {
 	// DP_SET_UNION, DP_NGRAMS.
 	before := p3.releases
 	for _, k := range []string{
-		"SELECT /*+ SET_VAR(dp_contribution_bounds = '0,10') SET_VAR(dp_max_groups_contributed = 4) */ item, COUNT(*) AS n, SUM(v) AS s FROM events GROUP BY item",
+		"SELECT /*+ SET_VAR(dp_contribution_bounds = '0,10') SET_VAR(dp_max_groups_contributed = 3) SET_VAR(dp_max_rows_per_group = 1) SET_VAR(dp_epsilon = 4) */ item, COUNT(*) AS n, SUM(v) AS s FROM events GROUP BY item", // ε = 4: ~90 users per item, so some keys come out whatever the noise
 		"SELECT DP_SET_UNION(item, user_id) AS items, DP_SET_UNION(body, user_id) AS bodies FROM events",
 		"SELECT ngram, n FROM DP_NGRAMS('shop.events', 'body', 'user_id', 'max_n=2')",
 	} {

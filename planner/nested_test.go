@@ -72,7 +72,7 @@ func TestNestedRefusals(t *testing.T) {
 		"SELECT s.item, COUNT(*) FROM (SELECT v.item FROM visits v JOIN visits w ON v.user_id = w.user_id) s GROUP BY s.item":                   "joins tables",
 		"SELECT s.item, COUNT(*) FROM (SELECT item, RAND() AS r FROM visits) s WHERE s.r < 0.5 GROUP BY s.item":                                 "a non-deterministic function",
 		"SELECT s.item, COUNT(*) FROM (SELECT item, (SELECT MAX(n) FROM pages) AS m FROM visits) s GROUP BY s.item":                             "the derived table s",
-		"SELECT s.item FROM (SELECT item FROM visits) s":                                                                                        "reads its rows directly",
+		"SELECT s.item FROM (SELECT item FROM visits) s":                                                                                        "a plain SELECT returns its rows themselves",
 		"SELECT s.u, COUNT(*) FROM (SELECT user_id AS u FROM visits) s GROUP BY s.u HAVING COUNT(*) > 1":                                        "",
 	} {
 		gov := &fakeGov{budget: 100}

@@ -275,7 +275,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 			// ε_i = w_i/W·ε_a and b_i = Δ0·Units/ε_i, exactly, then rounded up.
 			epsI := new(big.Rat).Mul(epsAgg, new(big.Rat).Quo(exactRat(s.weight), totalW))
 			if s.kind == Quantile {
-				if err := s.calibrateQuantileLaplace(p.MaxGroupsContributed, epsI, s.level); err != nil {
+				if err := s.calibrateQuantileLaplace(p.statGroups(), epsI, s.level); err != nil {
 					return err
 				}
 				continue
@@ -325,7 +325,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 			wf, _ := new(big.Rat).Quo(exactRat(s.weight), totalW).Float64()
 			rhoI := wf * rho * (1 - 1e-9)
 			if s.kind == Quantile {
-				used, err := s.calibrateQuantileRho(p.MaxGroupsContributed, rhoI, s.level)
+				used, err := s.calibrateQuantileRho(p.statGroups(), rhoI, s.level)
 				if err != nil {
 					return err
 				}
