@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/dpsql/dpsql/internal/cli"
@@ -89,26 +88,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	// output does not depend on the number of workers. The batches come
 	// from b.NewBatch: their items are interned in the builder's shared
 	// dictionary by the workers, so adding a batch hashes no item.
-	var fill func(*cli.RowBlock, *setunion.Batch)
-	if in.Text() {
-		fill = func(rb *cli.RowBlock, bt *setunion.Batch) {
-			var sc tokenize.Scanner
-			for i := range rb.Len() {
-				user, text := rb.Row(i)
-				u, ok := bt.UserID(user)
-				if !ok {
-					continue
-				}
-				sc.Each(text, func(tok []byte) { bt.AddID(u, tok) })
-			}
-		}
-	} else {
-		fill = func(rb *cli.RowBlock, bt *setunion.Batch) {
-			for i := range rb.Len() {
-				bt.AddBytes(rb.Row(i))
-			}
-		}
-	}
+	fill := unionFill(in.Text())
 	rows, err := cli.RowsParallel(&in, progress, *workers, b.NewBatch,
 		func(rb *cli.RowBlock, bt *setunion.Batch) {
 			bt.Reset()
@@ -125,22 +105,8 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	releaseDone := time.Now()
 	cli.WarnDeltaUsers(stderr, opts.Delta, res.Stats.Users)
 
-	out := stdout
-	if *output != "" {
-		f, err := os.Create(*output)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		out = f
-	}
-	if err := cli.WriteLines(out, res.Items); err != nil {
+	if err := writeFileOr(stdout, *output, func(w io.Writer) error { return cli.WriteLines(w, res.Items) }); err != nil {
 		return fmt.Errorf("writing released items: %w", err)
-	}
-	if f, ok := out.(*os.File); ok && *output != "" {
-		if err := f.Close(); err != nil {
-			return err
-		}
 	}
 	total := time.Since(start).Seconds()
 	cost, err := accounting.SetUnion(b.Calibration())
@@ -165,4 +131,28 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		PairsPerSecond: float64(res.Stats.Pairs) / total,
 		Seeded:         mf.Seed != "",
 	})
+}
+
+// unionFill returns what a worker does with a block of rows: tokenise the
+// text column (tokens) or take the item column, adding each (user, item) to
+// the batch.
+func unionFill(tokens bool) func(*cli.RowBlock, *setunion.Batch) {
+	if tokens {
+		return func(rb *cli.RowBlock, bt *setunion.Batch) {
+			var sc tokenize.Scanner
+			for i := range rb.Len() {
+				user, text := rb.Row(i)
+				u, ok := bt.UserID(user)
+				if !ok {
+					continue
+				}
+				sc.Each(text, func(tok []byte) { bt.AddID(u, tok) })
+			}
+		}
+	}
+	return func(rb *cli.RowBlock, bt *setunion.Batch) {
+		for i := range rb.Len() {
+			bt.AddBytes(rb.Row(i))
+		}
+	}
 }
