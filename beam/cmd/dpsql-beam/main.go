@@ -138,17 +138,7 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 	verbose := fs.Bool("verbose", false, "show the runner's informational logs (always shown for runners other than prism)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dpsql-beam union --input GLOB --output PREFIX --user-column N (--item-column N | --text-column N) [flags]")
-		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input, with the mechanisms of")
-		fmt.Fprintln(stderr, "`dpsql union` run as an Apache Beam pipeline. Ends with one JSON summary line on stderr.")
-		fmt.Fprintf(stderr, "--max-items 0 (the default) bounds each user to %d items: a pipeline cannot choose Δ0 privately.\n\nflags:\n", setunion.FixedMaxItems)
-		printFlags(stderr, fs, func(name string) bool { return !beamFlags[name] })
-		if len(beamFlags) > 0 {
-			fmt.Fprintln(stderr, "\nBeam pipeline flags (the Go SDK's; --runner chooses the runner, default prism; most others apply to one runner):")
-			printFlags(stderr, fs, func(name string) bool { return beamFlags[name] })
-		}
-	}
+	fs.Usage = unionUsage(fs, stderr, beamFlags)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -225,13 +215,34 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 	} else if st, err = beamdp.ReadStats(ctx, statsPath); err != nil {
 		return fmt.Errorf("the pipeline succeeded but its statistics are unreadable: %w", err)
 	}
+	return writeSummary(stderr, rel.Calibration, start, in.Input, *output, statsPath, runner, cfg, st)
+}
+
+// unionUsage returns the union command's usage: its own flags, then the Beam
+// SDK's (beamFlags).
+func unionUsage(fs *flag.FlagSet, stderr io.Writer, beamFlags map[string]bool) func() {
+	return func() {
+		fmt.Fprintln(stderr, "usage: dpsql-beam union --input GLOB --output PREFIX --user-column N (--item-column N | --text-column N) [flags]")
+		fmt.Fprintln(stderr, "\nReleases, under user-level (ε, δ)-differential privacy, items of the input, with the mechanisms of")
+		fmt.Fprintln(stderr, "`dpsql union` run as an Apache Beam pipeline. Ends with one JSON summary line on stderr.")
+		fmt.Fprintf(stderr, "--max-items 0 (the default) bounds each user to %d items: a pipeline cannot choose Δ0 privately.\n\nflags:\n", setunion.FixedMaxItems)
+		printFlags(stderr, fs, func(name string) bool { return !beamFlags[name] })
+		if len(beamFlags) > 0 {
+			fmt.Fprintln(stderr, "\nBeam pipeline flags (the Go SDK's; --runner chooses the runner, default prism; most others apply to one runner):")
+			printFlags(stderr, fs, func(name string) bool { return beamFlags[name] })
+		}
+	}
+}
+
+// writeSummary prints the budget the release spent and the JSON summary
+// line of a finished pipeline.
+func writeSummary(stderr io.Writer, cal setunion.Calibration, start time.Time, input, output, statsPath, runner string, cfg beamdp.Config, st beamdp.Stats) error {
 	total := time.Since(start).Seconds()
-	cal := rel.Calibration
 	fmt.Fprintf(stderr, "dpsql-beam: this release spent ε = %g, δ = %g of privacy budget (%s; no dpsql ledger was charged)\n", cal.Epsilon, cal.Delta, cal.Mechanism)
 	return cli.WriteJSON(stderr, summary{
 		Calibration:    cal,
-		Input:          in.Input,
-		Output:         beamdp.ShardName(*output),
+		Input:          input,
+		Output:         beamdp.ShardName(output),
 		Stats:          statsPath,
 		Runner:         runner,
 		Shards:         cfg.Shards,
