@@ -73,7 +73,11 @@ func TestReplay(t *testing.T) {
 				if strings.Contains(x.Source, "must answer") && x.Outcome != replay.Success {
 					t.Errorf("%s (%s): %v %s, want an answer", x.ID(), x.Sent, x.Outcome, x.Message)
 				}
-				if isStatus(x.Sent) {
+				if isStatus(x.Sent) || strings.Contains(x.Source, "noisy aggregates") {
+					// Server counters, and noisy aggregates, which may by
+					// chance equal a table's exact row count (a SUM per word
+					// of the demo once released 67,290, the rows of
+					// demo.posts): a count here is not a leak.
 					leaks.withoutCounts().checkRows(t, x.ID(), x.Rows)
 				} else {
 					leaks.checkRows(t, x.ID(), x.Rows)
