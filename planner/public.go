@@ -166,8 +166,8 @@ func (p *policy) refusePublic(src source, sq *plan.Subquery, why string) error {
 				prot = t.Database().Name() + "." + t.UnderlyingTable().Name()
 			}
 		}
-		if _, ok := n.(*Release); ok && prot == "" {
-			prot = "a protected table"
+		if r, ok := n.(*Release); ok && prot == "" {
+			prot = r.db + "." + r.name // a private release inside the subquery
 		}
 		return prot == ""
 	})

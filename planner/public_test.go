@@ -160,6 +160,7 @@ func TestPublicLookupRefusals(t *testing.T) {
 	cases := []struct{ q, want string }{
 		{"SELECT DISTINCT item FROM visits WHERE item IN (SELECT item FROM secrets)", "reads the protected table mydb.secrets"},
 		{"SELECT DISTINCT item FROM visits WHERE item IN (SELECT item FROM visits WHERE g = 1)", "reads the protected table mydb.visits"},
+		{"SELECT DISTINCT item FROM visits WHERE item IN (SELECT DISTINCT item FROM visits WHERE g = 1)", "reads the protected table mydb.visits,"}, // the inner DISTINCT is itself a release
 		{"SELECT DISTINCT item FROM visits WHERE item IN (SELECT DISTINCT item FROM secrets)", "protected table"},
 		{"SELECT DISTINCT v.item FROM visits v WHERE EXISTS (SELECT 1 FROM secrets s WHERE s.item = v.item)", "reads the protected table mydb.secrets"},
 		{"SELECT DISTINCT v.item FROM visits v WHERE EXISTS (SELECT 1 FROM secrets s WHERE s.user_id = v.user_id AND s.item = 'even')", "reads the protected table mydb.secrets"},
