@@ -38,7 +38,7 @@ func LiftSetUnion(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Sc
 }
 
 func lift(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
-	if !containsSetUnion(n) {
+	if !containsCall(n, isSetUnion) {
 		return n, transform.SameTree, nil
 	}
 	if err := checkHaving(n); err != nil {
@@ -54,7 +54,7 @@ func lift(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error
 			return nil, transform.SameTree, err
 		}
 		p, ok := n.(*plan.Project)
-		if !ok || !exprsContainSetUnion(p.Projections) {
+		if !ok || !exprsHaveCall(p.Projections, isSetUnion) {
 			return n, same, nil
 		}
 		np, err := liftProject(ctx, p)
@@ -90,7 +90,7 @@ func dropOrderBy(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 	}
 	child := s.Child
 	inner, hasInner := child.(*plan.Project)
-	if !exprsContainSetUnion(p.Projections) && !(hasInner && exprsContainSetUnion(inner.Projections)) {
+	if !exprsHaveCall(p.Projections, isSetUnion) && !(hasInner && exprsHaveCall(inner.Projections, isSetUnion)) {
 		return n, transform.SameTree, nil
 	}
 	if hasInner {
@@ -366,56 +366,12 @@ func blockContainsSetUnion(n sql.Node) bool {
 		if o, ok := n.(sql.OpaqueNode); ok && o.Opaque() {
 			return false
 		}
-		if e, ok := n.(sql.Expressioner); ok && exprsContainSetUnion(e.Expressions()) {
+		if e, ok := n.(sql.Expressioner); ok && exprsHaveCall(e.Expressions(), isSetUnion) {
 			found = true
 		}
 		return !found
 	})
 	return found
-}
-
-// containsSetUnion reports whether a DP_SET_UNION call is anywhere in n,
-// including derived tables and expression subqueries.
-func containsSetUnion(n sql.Node) bool {
-	found := false
-	transform.Inspect(n, func(n sql.Node) bool {
-		if found {
-			return false
-		}
-		if e, ok := n.(sql.Expressioner); ok {
-			for _, x := range e.Expressions() {
-				if exprContainsSetUnion(x, true) {
-					found = true
-					return false
-				}
-			}
-		}
-		return true
-	})
-	return found
-}
-
-func exprsContainSetUnion(es []sql.Expression) bool {
-	for _, e := range es {
-		if exprContainsSetUnion(e, false) {
-			return true
-		}
-	}
-	return false
-}
-
-// exprContainsSetUnion reports whether e holds a DP_SET_UNION call, looking
-// into the plans of subqueries when deep is set.
-func exprContainsSetUnion(e sql.Expression, deep bool) bool {
-	return transform.InspectExpr(e, func(e sql.Expression) bool {
-		switch e := e.(type) {
-		case *functions.SetUnion:
-			return true
-		case *plan.Subquery:
-			return deep && e.Query != nil && containsSetUnion(e.Query)
-		}
-		return false
-	})
 }
 
 // checkPlacement verifies that after lifting every DP_SET_UNION call is a
@@ -437,12 +393,12 @@ func checkPlacement(n sql.Node) error {
 			for _, x := range g.SelectedExprs {
 				if su, ok := x.(*functions.SetUnion); ok && su.Options() != nil {
 					for _, c := range su.Children() {
-						if exprContainsSetUnion(c, false) {
+						if exprHasCall(c, isSetUnion, false) {
 							err = errAggregateArgument()
 							return false
 						}
 					}
-				} else if exprContainsSetUnion(x, false) {
+				} else if exprHasCall(x, isSetUnion, false) {
 					err = errPlacement()
 					return false
 				}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
+
 	"github.com/dpsql/dpsql/gmsfix"
 )
 

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -39,7 +41,7 @@ import (
 // GROUP BY keys, JOIN conditions, arguments of other aggregates) are
 // refused with an error saying where they may be written.
 func LiftQuantiles(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *plan.Scope, _ analyzer.RuleSelector, _ *sql.QueryFlags) (sql.Node, transform.TreeIdentity, error) {
-	if !containsQuantile(n) {
+	if !containsCall(n, isQuantile) {
 		return n, transform.SameTree, nil
 	}
 	out, err := liftQuantileNode(ctx, n)
@@ -89,7 +91,7 @@ func liftQuantileSubqueries(ctx *sql.Context, n sql.Node) (sql.Node, error) {
 	}
 	return mapExprs(n, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		sq, ok := e.(*plan.Subquery)
-		if !ok || sq.Query == nil || !containsQuantile(sq.Query) {
+		if !ok || sq.Query == nil || !containsCall(sq.Query, isQuantile) {
 			return e, transform.SameTree, nil
 		}
 		q, err := liftQuantileNode(ctx, sq.Query)
@@ -153,12 +155,12 @@ func blockChain(p *plan.Project) (chain []sql.Node, bottom sql.Node) {
 // blockHasQuantile reports whether the block of p holds a quantile call
 // outside its GroupBy.
 func blockHasQuantile(p *plan.Project) bool {
-	if exprsHaveQuantile(p.Projections) {
+	if exprsHaveCall(p.Projections, isQuantile) {
 		return true
 	}
 	chain, _ := blockChain(p)
 	for _, c := range chain {
-		if e, ok := c.(sql.Expressioner); ok && exprsHaveQuantile(e.Expressions()) {
+		if e, ok := c.(sql.Expressioner); ok && exprsHaveCall(e.Expressions(), isQuantile) {
 			return true
 		}
 	}
@@ -406,55 +408,7 @@ func checkNonAggregatedQuantile(projections []sql.Expression, child sql.Node) er
 }
 
 func replaceName(msg string) string {
-	const from = "DP_SET_UNION makes the query an aggregate"
-	for i := 0; i+len(from) <= len(msg); i++ {
-		if msg[i:i+len(from)] == from {
-			return msg[:i] + "MEDIAN and PERCENTILE_CONT make the query an aggregate" + msg[i+len(from):]
-		}
-	}
-	return msg
-}
-
-// containsQuantile reports whether a quantile call is anywhere in n,
-// including derived tables and expression subqueries.
-func containsQuantile(n sql.Node) bool {
-	found := false
-	transform.Inspect(n, func(n sql.Node) bool {
-		if found {
-			return false
-		}
-		if e, ok := n.(sql.Expressioner); ok {
-			for _, x := range e.Expressions() {
-				if exprHasQuantile(x, true) {
-					found = true
-					return false
-				}
-			}
-		}
-		return true
-	})
-	return found
-}
-
-func exprsHaveQuantile(es []sql.Expression) bool {
-	for _, e := range es {
-		if exprHasQuantile(e, false) {
-			return true
-		}
-	}
-	return false
-}
-
-func exprHasQuantile(e sql.Expression, deep bool) bool {
-	return transform.InspectExpr(e, func(e sql.Expression) bool {
-		switch e := e.(type) {
-		case *functions.Quantile:
-			return true
-		case *plan.Subquery:
-			return deep && e.Query != nil && containsQuantile(e.Query)
-		}
-		return false
-	})
+	return strings.Replace(msg, "DP_SET_UNION makes the query an aggregate", "MEDIAN and PERCENTILE_CONT make the query an aggregate", 1)
 }
 
 // checkQuantilePlacement verifies that after lifting every quantile call
@@ -475,11 +429,11 @@ func checkQuantilePlacement(n sql.Node) error {
 			for _, x := range g.SelectedExprs {
 				if q, ok := x.(*functions.Quantile); ok && q.Id() != 0 {
 					for _, c := range q.Children() {
-						if exprHasQuantile(c, false) {
+						if exprHasCall(c, isQuantile, false) {
 							err = errQuantileArgument()
 						}
 					}
-				} else if exprHasQuantile(x, false) {
+				} else if exprHasCall(x, isQuantile, false) {
 					err = errQuantileArgument()
 				}
 			}

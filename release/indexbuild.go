@@ -218,54 +218,10 @@ func partitionsOf(ctx *sql.Context, table sql.Table) ([]sql.Partition, error) {
 // readParts reads the rows of parts in order, with an evaluator of its
 // own, and calls sink with every row Scan.Run (without a filter) keeps.
 func (s *Scan) readParts(ctx *sql.Context, parts []sql.Partition, sink func(*Row)) error {
-	ev := s.prog.NewEvaluator(ctx)
-	sctx := ev.Context()
-	r := &Row{ev: ev, s: s, texters: make([]*Texter, len(s.keys))}
-	for i, k := range s.keys {
-		r.texters[i] = NewTexter(s.prog.Type(k))
-	}
-	unitText := NewTexter(s.prog.Type(s.unit))
-	var ubuf []byte
-	each := func(row sql.Row) {
-		defer func() { _ = recover() }() // a panic skips the row
-		if !ev.Row(row) {
-			return
-		}
-		u, ok := ev.Value(s.unit)
-		if !ok || u == nil {
-			return
-		}
-		ubuf = unitText.Append(sctx, ubuf[:0], u)
-		if len(ubuf) == 0 {
-			return
-		}
-		r.unit = ubuf
-		sink(r)
-	}
+	each := s.visitor(ctx, nil, sink)
 	n := 0
 	for _, p := range parts {
-		rows, err := s.table.PartitionRows(ctx, p)
-		if err != nil {
-			return err
-		}
-		for {
-			if n++; n&255 == 0 {
-				if err := ctx.Err(); err != nil {
-					rows.Close(ctx)
-					return err
-				}
-			}
-			row, err := rows.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				rows.Close(ctx)
-				return err
-			}
-			each(row)
-		}
-		if err := rows.Close(ctx); err != nil {
+		if err := scanPartition(ctx, s.table, p, &n, each); err != nil {
 			return err
 		}
 	}

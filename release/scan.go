@@ -319,19 +319,27 @@ func (r *Row) Context() *sql.Context { return r.ev.Context() }
 // So whether a row's keys are kept does not depend on the filter's work,
 // nor whether its filter passes on the keys' work.
 func (s *Scan) Run(ctx *sql.Context, sink func(*Row)) error {
-	ev := s.prog.NewEvaluator(ctx)
-	sctx := ev.Context()
 	var fev *sealed.Evaluator
 	if s.fprog != nil {
 		fev = s.fprog.NewEvaluator(ctx)
 	}
+	return scanTable(Context(ctx), s.table, s.visitor(ctx, fev, sink))
+}
+
+// visitor returns the function Run and readParts call on each table row:
+// it evaluates the filter's program fev (nil: no filter) and the keys'
+// program, both on every row, and calls sink with the rows kept, a Row
+// reused from call to call.
+func (s *Scan) visitor(ctx *sql.Context, fev *sealed.Evaluator, sink func(*Row)) func(sql.Row) {
+	ev := s.prog.NewEvaluator(ctx)
+	sctx := ev.Context()
 	r := &Row{ev: ev, s: s, texters: make([]*Texter, len(s.keys))}
 	for i, k := range s.keys {
 		r.texters[i] = NewTexter(s.prog.Type(k))
 	}
 	unitText := NewTexter(s.prog.Type(s.unit))
 	var ubuf []byte
-	each := func(row sql.Row) {
+	return func(row sql.Row) {
 		defer func() { _ = recover() }() // a panic skips the row
 		pass := fev == nil || fev.Row(row)
 		if !ev.Row(row) || !pass {
@@ -358,7 +366,6 @@ func (s *Scan) Run(ctx *sql.Context, sink func(*Row)) error {
 		r.unit = ubuf
 		sink(r)
 	}
-	return scanTable(Context(ctx), s.table, each)
 }
 
 // scanTable calls fn for every row of table, checking ctx for cancellation
@@ -378,29 +385,35 @@ func scanTable(ctx *sql.Context, table sql.Table, fn func(sql.Row)) error {
 		if err != nil {
 			return err
 		}
-		rows, err := table.PartitionRows(ctx, p)
-		if err != nil {
-			return err
-		}
-		for {
-			if n++; n&255 == 0 {
-				if err := ctx.Err(); err != nil {
-					rows.Close(ctx)
-					return err
-				}
-			}
-			row, err := rows.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				rows.Close(ctx)
-				return err
-			}
-			fn(row)
-		}
-		if err := rows.Close(ctx); err != nil {
+		if err := scanPartition(ctx, table, p, &n, fn); err != nil {
 			return err
 		}
 	}
+}
+
+// scanPartition calls fn for every row of partition p of table, checking
+// ctx for cancellation every 256 rows counted in *n across partitions.
+func scanPartition(ctx *sql.Context, table sql.Table, p sql.Partition, n *int, fn func(sql.Row)) error {
+	rows, err := table.PartitionRows(ctx, p)
+	if err != nil {
+		return err
+	}
+	for {
+		if *n++; *n&255 == 0 {
+			if err := ctx.Err(); err != nil {
+				rows.Close(ctx)
+				return err
+			}
+		}
+		row, err := rows.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			rows.Close(ctx)
+			return err
+		}
+		fn(row)
+	}
+	return rows.Close(ctx)
 }
