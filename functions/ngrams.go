@@ -668,7 +668,8 @@ func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 		// one; else read and tokenise the rows now. Either gives the same
 		// release.
 		if c, ok := scan.IndexedCorpus(ctx, n.cfg.Indexes); ok {
-			ex, err = ngrams.NewFromCorpus(call.opts, c)
+			fromCorpus, err := ngrams.NewFromCorpus(call.opts, c)
+			ex = fromCorpus
 			return err
 		}
 		return scan.AddNgramRows(ctx, ex)
