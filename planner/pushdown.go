@@ -445,16 +445,9 @@ func (r *Release) pushAggregateSteps(pipe *dpagg.Pipeline) (read func(*sql.Conte
 				return release.Released{}, err
 			}
 		}
-		res, err := pipe.ReleaseContext(ctx, rand)
-		if err != nil {
-			return release.Released{}, err
-		}
-		r.noteChosen(ctx, pipe, res)
-		core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
-		for i, rr := range res.Rows {
-			core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: rr.Values}
-		}
-		return core, nil
+		// Without the intervals (DP_INTERVAL_LOW/HIGH are NULL on a
+		// push-down table), as before release.Run; the scan keeps them.
+		return r.releasePipe(ctx, pipe, rand, func(rr dpagg.Row) []float64 { return rr.Values })
 	}
 	return read, mechanism
 }

@@ -202,16 +202,23 @@ func (r *Release) aggregateSteps(s *release.Steps) error {
 		return r.readAggregates(ctx, pipe, rand) // aggscan.go
 	}
 	s.Mechanism = func(ctx *sql.Context) (release.Released, error) {
-		res, err := pipe.ReleaseContext(ctx, rand)
-		if err != nil {
-			return release.Released{}, err
-		}
-		r.noteChosen(ctx, pipe, res)
-		core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
-		for i, rr := range res.Rows {
-			core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: withIntervals(rr)} // interval.go
-		}
-		return core, nil
+		return r.releasePipe(ctx, pipe, rand, withIntervals) // interval.go
 	}
 	return nil
+}
+
+// releasePipe releases pipe's groups with rand, tells the analyst which
+// bounds were chosen privately (noteChosen), and returns the released rows
+// in the core form, each with values(row) as its values.
+func (r *Release) releasePipe(ctx *sql.Context, pipe *dpagg.Pipeline, rand *rand.Rand, values func(dpagg.Row) []float64) (release.Released, error) {
+	res, err := pipe.ReleaseContext(ctx, rand)
+	if err != nil {
+		return release.Released{}, err
+	}
+	r.noteChosen(ctx, pipe, res)
+	core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
+	for i, rr := range res.Rows {
+		core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: values(rr)}
+	}
+	return core, nil
 }
