@@ -445,9 +445,8 @@ func (r *Release) pushAggregateSteps(pipe *dpagg.Pipeline) (read func(*sql.Conte
 				return release.Released{}, err
 			}
 		}
-		// Without the intervals (DP_INTERVAL_LOW/HIGH are NULL on a
-		// push-down table), as before release.Run; the scan keeps them.
-		return r.releasePipe(ctx, pipe, rand, func(rr dpagg.Row) []float64 { return rr.Values })
+		// With the intervals, as the scan keeps them (interval.go).
+		return r.releasePipe(ctx, pipe, rand, withIntervals)
 	}
 	return read, mechanism
 }
