@@ -280,6 +280,7 @@ func (h *hiddenColumns) resolve(n sql.Node) (sql.Node, error) {
 }
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+	n = hoistIntervalSorts(n)            // interval.go
 	withIntervals := intervalGroupBys(n) // interval.go
 	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 		n, same, err := p.rewriteSubqueries(ctx, n)
