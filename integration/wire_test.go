@@ -94,17 +94,7 @@ datasets:
       - {name: code, type: VARCHAR(2)}
       - {name: name, type: TEXT}
     public: true
-limits:
-  max_budget_delta: 0.5
-accounts:
-  admins:
-    - {user: admin, password_hash: '%s'}
-  analysts:
-    - user: analyst
-      password_hash: '%s'
-      budgets:
-        - {database: web, epsilon: 1000000, delta: 0.1}
-`, testserver.HashPassword(t, "mysql_native_password", adminPassword), testserver.HashPassword(t, "mysql_native_password", analystPassword))
+%s`, testserver.AccountsYAML(t, adminPassword, analystPassword, "web", 1e6, 0.1))
 	g := testserver.GovernedYAML(t, dir, cfg)
 	host, port := splitAddr(t, g.Addr())
 	return clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "web"}, truth

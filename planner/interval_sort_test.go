@@ -3,8 +3,9 @@ package planner_test
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testengine"
 )
 
 // TestIntervalFunctionsOrderBy: DP_INTERVAL_LOW/HIGH with an ORDER BY of a
@@ -42,9 +43,7 @@ func TestIntervalFunctionsOrderBy(t *testing.T) {
 		for _, r := range rows {
 			var x [4]float64
 			for j := range x {
-				if x[j], err = strconv.ParseFloat(fmt.Sprint(r[j]), 64); err != nil {
-					t.Fatalf("%s: row %v: %v", q, r, err)
-				}
+				x[j] = testengine.Float(t, r[j])
 			}
 			if !(x[2] <= x[1] && x[1] <= x[3]) {
 				t.Errorf("%s: row %v: the mean is not in its interval", q, r)

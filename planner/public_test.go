@@ -188,17 +188,7 @@ func TestPublicLookupRefusals(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		_, err := query(t, e, "analyst", c.q)
-		var se *mysql.SQLError
-		if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
-			t.Errorf("%s: got %v, want error 1142", c.q, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want it to say %q", c.q, err, c.want)
-		}
-		if len(gov.charged) != 0 {
-			t.Errorf("%s: charged %d", c.q, len(gov.charged))
-		}
+		refusedUncharged(t, &gov.fakeGov, c.q, err, c.want)
 	}
 }
 
@@ -313,17 +303,7 @@ func TestPublicJoinRefusals(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		_, err := query(t, e, "analyst", c.q)
-		var se *mysql.SQLError
-		if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
-			t.Errorf("%s: got %v, want error 1142", c.q, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want it to say %q", c.q, err, c.want)
-		}
-		if len(gov.charged) != 0 {
-			t.Errorf("%s: charged %d", c.q, len(gov.charged))
-		}
+		refusedUncharged(t, &gov.fakeGov, c.q, err, c.want)
 	}
 	// A join key that repeats among the public rows read: refused when the
 	// public side is read, before the charge.
