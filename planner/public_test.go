@@ -139,16 +139,7 @@ func TestPublicLookups(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		rows, err := query(t, e, "analyst", c.q)
-		if err != nil {
-			t.Errorf("%s: %v", c.q, err)
-			continue
-		}
-		if got := flat(rows); got != c.want {
-			t.Errorf("%s: got %q, want %q", c.q, got, c.want)
-		}
-		if len(gov.charged) != 1 {
-			t.Errorf("%s: %d charges, want 1", c.q, len(gov.charged))
-		}
+		answeredCharged(t, &gov.fakeGov, c.q, rows, err, c.want, 1)
 	}
 }
 
@@ -247,16 +238,7 @@ func TestPublicJoins(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		rows, err := query(t, e, "analyst", c.q)
-		if err != nil {
-			t.Errorf("%s: %v", c.q, err)
-			continue
-		}
-		if got := flat(rows); got != c.want {
-			t.Errorf("%s: got %q, want %q", c.q, got, c.want)
-		}
-		if len(gov.charged) != 1 {
-			t.Errorf("%s: %d charges, want 1", c.q, len(gov.charged))
-		}
+		answeredCharged(t, &gov.fakeGov, c.q, rows, err, c.want, 1)
 	}
 	// Aggregates count joined rows, one per matching protected row: the
 	// same release (same seed) as the equivalent filter over T alone.
