@@ -51,20 +51,10 @@ func TestGlobalNeighbourSensitivity(t *testing.T) {
 // key with selection.
 func TestGlobalPlan(t *testing.T) {
 	for _, nz := range []Noise{Laplace, Gaussian} {
-		o := Defaults()
-		o.Noise = nz
-		o.MaxGroupsContributed = 1
-		o.Aggregates = []Aggregate{{Kind: CountRows}}
-		keyed, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Global = true
-		o.MaxGroupsContributed = 50 // ignored: a user has one key
-		g, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o, keyed, g := countPlans(t, nz, 1, func(o *Options) {
+			o.Global = true
+			o.MaxGroupsContributed = 50 // ignored: a user has one key
+		})
 		if g.MaxGroupsContributed != 1 || g.AggregatesEpsilon != o.Epsilon || g.Selection.Mechanism != "" {
 			t.Errorf("%s: plan %+v", nz, g)
 		}

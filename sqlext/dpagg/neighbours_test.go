@@ -11,7 +11,8 @@ import (
 // The fixtures of the property tests on random neighbouring databases
 // (property_test.go, global_test.go, publickeys_test.go, spread_test.go,
 // topgroups_test.go, quantile_test.go): the pair of databases, and the
-// moves of a statistic's pre-noise totals between them.
+// moves of a statistic's pre-noise totals between them; and of the plan
+// tests of global and public-keys releases (countPlans).
 
 // iterations is full, or short under go test -short.
 func iterations(full, short int) int {
@@ -73,4 +74,24 @@ func moves(t *testing.T, what string, a, b boundResult, si int, units int64) (ch
 		l2 += float64(x) * float64(x)
 	}
 	return changed, l1, math.Sqrt(l2)
+}
+
+// countPlans calibrates a COUNT(*) release with noise nz and Δ0 = d0 with
+// key selection (keyed), and again after change (a global or public-keys
+// release: o, its options, and other, its plan).
+func countPlans(t *testing.T, nz Noise, d0 int, change func(*Options)) (o Options, keyed, other *Plan) {
+	t.Helper()
+	o = Defaults()
+	o.Noise = nz
+	o.MaxGroupsContributed = d0
+	o.Aggregates = []Aggregate{{Kind: CountRows}}
+	keyed, err := Calibrate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(&o)
+	if other, err = Calibrate(o); err != nil {
+		t.Fatal(err)
+	}
+	return o, keyed, other
 }

@@ -119,19 +119,7 @@ func TestPublicKeysNeighbourSensitivity(t *testing.T) {
 // of ε and δ with no selection, keeps Δ0 in the noise, and names itself.
 func TestPublicKeysPlan(t *testing.T) {
 	for _, nz := range []Noise{Laplace, Gaussian} {
-		o := Defaults()
-		o.Noise = nz
-		o.MaxGroupsContributed = 4
-		o.Aggregates = []Aggregate{{Kind: CountRows}}
-		keyed, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.PublicKeys = true
-		p, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o, keyed, p := countPlans(t, nz, 4, func(o *Options) { o.PublicKeys = true })
 		if p.MaxGroupsContributed != 4 || p.AggregatesEpsilon != o.Epsilon || p.Selection.Mechanism != "" || !p.PublicKeys {
 			t.Errorf("%s: plan %+v", nz, p)
 		}
