@@ -210,7 +210,8 @@ func wireShapes(tr wireTruth) []wireShape {
 // columns, the row count (one row per public key), values that parse as
 // numbers (dates as dates) in plausible ranges, numeric column types
 // where the client reports types, and the Note (SHOW WARNINGS; the mysql
-// client's --show-warnings).
+// client's --show-warnings); and, since each release is made once and
+// then reused, the same numbers as the first client.
 func TestShapesOverTheWire(t *testing.T) {
 	fullRunOnly(t)
 	target, truth := startWire(t)
@@ -240,6 +241,10 @@ func TestShapesOverTheWire(t *testing.T) {
 		{"Node mysql2", func(t *testing.T) clients.Runner { return nodeRunner(t) }, false},
 		{"go-sql-driver", func(*testing.T) clients.Runner { return clients.GoDriver{} }, false},
 	}
+	// Every release is made once and reused (at no charge) for the next
+	// clients, so all must read the same numbers: the first client's are
+	// the reference.
+	var ref [][][]float64
 	for _, rn := range runners {
 		t.Run(rn.name, func(t *testing.T) {
 			c := rn.get(t)
@@ -252,12 +257,19 @@ func TestShapesOverTheWire(t *testing.T) {
 			if !rn.preparedClause && prep.Error == nil {
 				t.Errorf("prepared BigQuery clause answered (%q): update docs/sql.md, which says server-side prepared statements cannot carry it", prep.Cells())
 			}
+			parsed := make([][][]float64, len(shapes))
 			for i, sh := range shapes {
 				t.Run(sh.name, func(t *testing.T) {
 					r := res[i]
 					t.Logf("%s → columns %v types %v rows %q warnings %v", sh.sql, r.Columns, r.Types, r.Cells(), r.Warnings)
-					checkShape(t, sh, r, rn.name == "mysql CLI")
+					parsed[i] = checkShape(t, sh, r, rn.name == "mysql CLI")
+					if ref != nil && !sameNumbers(parsed[i], ref[i]) {
+						t.Errorf("numbers %v, the first client read %v", parsed[i], ref[i])
+					}
 				})
+			}
+			if ref == nil && !t.Failed() {
+				ref = parsed
 			}
 		})
 	}
@@ -269,9 +281,10 @@ func TestShapesOverTheWire(t *testing.T) {
 var numericTypes = map[string]bool{"BIGINT": true, "DOUBLE": true, "DECIMAL": true, "LONGLONG": true,
 	"NEWDECIMAL": true, "int64": true, "float64": true}
 
-// checkShape checks one client's result for sh; cli says that an empty
-// result has no columns (the mysql client prints nothing for it).
-func checkShape(t *testing.T, sh wireShape, r clients.Result, cli bool) {
+// checkShape checks one client's result for sh and returns its numeric
+// columns parsed (NaN elsewhere); cli says that an empty result has no
+// columns (the mysql client prints nothing for it).
+func checkShape(t *testing.T, sh wireShape, r clients.Result, cli bool) [][]float64 {
 	t.Helper()
 	if r.Error != nil {
 		t.Fatalf("%s: %v", sh.sql, r.Error)
@@ -330,4 +343,25 @@ func checkShape(t *testing.T, sh wireShape, r clients.Result, cli bool) {
 	if sh.check != nil && !t.Failed() {
 		sh.check(t, parsed)
 	}
+	return parsed
+}
+
+// sameNumbers reports whether two results' parsed numbers agree to 1e-12
+// (relative), NaN matching NaN.
+func sameNumbers(a, b [][]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j, x := range a[i] {
+			y := b[i][j]
+			if !(math.IsNaN(x) && math.IsNaN(y)) && !(math.Abs(x-y) <= 1e-12*max(1, math.Abs(y))) {
+				return false
+			}
+		}
+	}
+	return true
 }
