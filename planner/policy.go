@@ -138,6 +138,7 @@ func (p *policy) rewrite(ctx *sql.Context, _ *analyzer.Analyzer, n sql.Node, _ *
 type memoKey struct{}
 
 func (p *policy) rewriteNode(ctx *sql.Context, n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+	n = hoistIntervalSorts(n)            // interval.go
 	withIntervals := intervalGroupBys(n) // interval.go
 	return transform.NodeWithOpaque(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
 		n, same, err := p.rewriteSubqueries(ctx, n)
