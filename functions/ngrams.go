@@ -16,6 +16,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/accounting"
@@ -321,7 +322,7 @@ func (n *NGrams) resolve(ctx *sql.Context) (*ngramsCall, error) {
 	if err := n.resolveTable(ctx, call, vals[0], vals[1], vals[2]); err != nil {
 		return nil, err
 	}
-	opts, err := NgramsOptions(SessionParams(ctx), vals[3], optionsGiven)
+	opts, err := NgramsOptions(dpvars.SessionParams(ctx), vals[3], optionsGiven)
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +524,7 @@ func unquoteIdent(s string) string {
 // is wrong and what is allowed; a dp_mechanism the extraction cannot use
 // (DP_SET_UNION's Laplace mechanisms, for one) is reported as coming from
 // the session variable.
-func NgramsOptions(p SetUnionParams, options string, given bool) (ngrams.Options, error) {
+func NgramsOptions(p dpvars.SetUnionParams, options string, given bool) (ngrams.Options, error) {
 	o := ngrams.Defaults()
 	o.Epsilon, o.Delta, o.MaxItems = p.Epsilon, p.Delta, p.MaxItems
 	mech, update, alpha := p.Mechanism, "", p.Alpha
@@ -602,7 +603,7 @@ func (n *NGrams) govern(ctx *sql.Context, call *ngramsCall) (release.Request, bo
 		Delta:     call.opts.Delta,
 		Mechanism: string(call.opts.Mechanism),
 		Query:     ctx.Query(),
-		Reuse:     release.ReuseKey{Spec: ngramsSpec(ctx, call), Fresh: !SessionReuse(ctx)},
+		Reuse:     release.ReuseKey{Spec: ngramsSpec(ctx, call), Fresh: !dpvars.SessionReuse(ctx)},
 	}, true, nil
 }
 

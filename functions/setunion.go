@@ -12,6 +12,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/explain"
@@ -253,7 +254,7 @@ func (f *SetUnion) Bind(ctx *sql.Context) (*SetUnion, error) {
 }
 
 func (f *SetUnion) resolveOptions(ctx *sql.Context) (setunion.Options, error) {
-	p := SessionParams(ctx)
+	p := dpvars.SessionParams(ctx)
 	if f.options != nil {
 		if !IsConstant(f.options) {
 			return setunion.Options{}, ErrOptionsNotConstant(f.options)

@@ -15,6 +15,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/lookup"
@@ -99,8 +100,8 @@ type policy struct {
 	limits       sealed.Limits
 	lookupLimits lookup.Limits
 	indexes      *release.Indexes
-	logf         func(format string, args ...any)                // WithLog
-	defaults     func(db, table string) *functions.TableDefaults // defaults.go
+	logf         func(format string, args ...any)             // WithLog
+	defaults     func(db, table string) *dpvars.TableDefaults // defaults.go
 }
 
 // WithLookupLimits bounds the public side of each public lookup of a
@@ -776,14 +777,14 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 			values = append(values, a.value)
 		}
 	}
-	if err := functions.SessionHintsError(ctx); err != nil {
+	if err := dpvars.SessionHintsError(ctx); err != nil {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s", src.db, src.name, err)
 	}
 	ctx = p.withDefaults(ctx, src, keys) // the table's configured defaults (defaults.go)
-	ap, err := functions.SessionAggregateParams(ctx)
+	ap, err := dpvars.SessionAggregateParams(ctx)
 	if err == nil {
 		var o dpagg.Options
-		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		o, err = dpvars.AggregateOptions(dpvars.SessionParams(ctx), ap, kinds)
 		setQuantileLevels(&o, aggs) // quantile.go
 		if err == nil {
 			err = p.columnBounds(ctx, src, aggs, &o)
@@ -847,7 +848,7 @@ func sameExpr(a, b sql.Expression) bool {
 // charged, what a release may not evaluate.
 func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
 	ctx = p.withDefaults(ctx, src, keys) // the table's configured defaults (defaults.go)
-	if err := functions.CheckPrivacyUnit(ctx, src.db, src.name, src.unit); err != nil {
+	if err := dpvars.CheckPrivacyUnit(ctx, src.db, src.name, src.unit); err != nil {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 	}
 	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd, indexes: p.indexes}
@@ -909,10 +910,10 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 			}
 			scanKeys = append(scanKeys, b)
 		}
-		if err := functions.SessionHintsError(ctx); err != nil {
+		if err := dpvars.SessionHintsError(ctx); err != nil {
 			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 		}
-		params := functions.SessionParams(ctx)
+		params := dpvars.SessionParams(ctx)
 		o, err := params.Options()
 		if err != nil {
 			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private SELECT DISTINCT on %s.%s: %s (check the dp_* session variables)", src.db, src.name, err)

@@ -27,6 +27,7 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
@@ -172,7 +173,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
-	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
+	dpvars.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	warnMemory(lim, logw)
 	popts, indexes := policyOptions(cfg, &fcfg, ds, p, protected, logw)
 	e, err := NewEngine(Config{
@@ -459,8 +460,8 @@ func appendFold(list []string, s string) []string {
 }
 
 // serverGlobals are the global system variables NewGoverned sets.
-var serverGlobals = []string{functions.VarMechanism, functions.VarEpsilon, functions.VarDelta,
-	functions.VarMaxItems, functions.VarAlpha, functions.VarRounds, "secure_file_priv"}
+var serverGlobals = []string{dpvars.VarMechanism, dpvars.VarEpsilon, dpvars.VarDelta,
+	dpvars.VarMaxItems, dpvars.VarAlpha, dpvars.VarRounds, "secure_file_priv"}
 
 func saveGlobals() map[string]any {
 	m := map[string]any{}
@@ -482,7 +483,7 @@ func restoreGlobals(m map[string]any) {
 // configuration is silent) the global values of the dp_* variables, which
 // every new session starts from.
 func setDefaults(d config.Defaults) error {
-	p := functions.DefaultSetUnionParams()
+	p := dpvars.DefaultSetUnionParams()
 	if d.Mechanism != "" {
 		p.Mechanism = d.Mechanism
 	}
@@ -502,12 +503,12 @@ func setDefaults(d config.Defaults) error {
 		p.Rounds = *d.Rounds
 	}
 	err := sql.SystemVariables.AssignValues(map[string]any{
-		functions.VarMechanism: p.Mechanism,
-		functions.VarEpsilon:   p.Epsilon,
-		functions.VarDelta:     p.Delta,
-		functions.VarMaxItems:  int64(p.MaxItems),
-		functions.VarAlpha:     *p.Alpha,
-		functions.VarRounds:    int64(p.Rounds),
+		dpvars.VarMechanism: p.Mechanism,
+		dpvars.VarEpsilon:   p.Epsilon,
+		dpvars.VarDelta:     p.Delta,
+		dpvars.VarMaxItems:  int64(p.MaxItems),
+		dpvars.VarAlpha:     *p.Alpha,
+		dpvars.VarRounds:    int64(p.Rounds),
 	})
 	if err != nil {
 		return fmt.Errorf("defaults: %w", err)
