@@ -7,34 +7,14 @@ import (
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-// SetUnionParams are the DP set union options as SQL sees them: the core's
-// options plus the alpha sentinel. Mechanism is kept as typed so that errors
-// can quote it.
-type SetUnionParams struct {
-	Mechanism string
-	Epsilon   float64
-	Delta     float64
-	MaxItems  int
-	// Alpha is the cutoff parameter α ≥ 0; nil (the option alpha=default)
-	// takes the mechanism's default (setunion.Mechanism.DefaultAlpha). The
-	// dp_alpha variable always has a value (setunion.CutoffAlpha unless
-	// set).
-	Alpha  *float64
-	Rounds int
-}
-
-// DefaultSetUnionParams are the defaults of the session variables: those of
-// setunion.Defaults, with alpha left to the mechanism.
-func DefaultSetUnionParams() SetUnionParams {
-	d := setunion.Defaults()
-	return SetUnionParams{
-		Mechanism: string(d.Mechanism),
-		Epsilon:   d.Epsilon,
-		Delta:     d.Delta,
-		MaxItems:  d.MaxItems,
-		Alpha:     setunion.Float(setunion.CutoffAlpha),
-		Rounds:    d.Rounds,
-	}
+// DefaultSetUnion returns the set-union options of the session variables'
+// defaults: setunion.Defaults with α = setunion.CutoffAlpha (the dp_alpha
+// variable always has a value; the option alpha=default of an options
+// string leaves α to the mechanism).
+func DefaultSetUnion() setunion.Options {
+	o := setunion.Defaults()
+	o.Alpha = setunion.Float(setunion.CutoffAlpha)
+	return o
 }
 
 // allowUnproven is AllowUnprovenMechanisms's setting.
@@ -47,21 +27,19 @@ var allowUnproven atomic.Bool
 // (allow_unproven_mechanisms); nothing else should.
 func AllowUnprovenMechanisms(allow bool) { allowUnproven.Store(allow) }
 
-// Options validates p and converts it to the core's options. Errors name the
-// parameter, the value and the allowed range (see setunion.Options.Validate).
-// greedy_public is refused: it needs a public frequency table, which SQL
-// callers cannot pass.
-func (p SetUnionParams) Options() (setunion.Options, error) {
-	m, err := setunion.ParseMechanism(p.Mechanism)
+// CheckSetUnion returns o as a SQL release runs it: AllowUnproven from
+// the process's setting (AllowUnprovenMechanisms), validated by
+// setunion.Options.Validate, whose errors name the parameter, the value
+// and the allowed range. greedy_public is refused first: it needs a public
+// frequency table, which SQL callers cannot pass.
+func CheckSetUnion(o setunion.Options) (setunion.Options, error) {
+	m, err := setunion.ParseMechanism(string(o.Mechanism))
 	if err != nil {
 		return setunion.Options{}, err
 	}
 	if m == setunion.GreedyPublic || m == setunion.GreedyPublicUnproven {
 		return setunion.Options{}, fmt.Errorf("mechanism %s needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)", m)
 	}
-	o := setunion.Options{Mechanism: m, Epsilon: p.Epsilon, Delta: p.Delta, MaxItems: p.MaxItems, Rounds: p.Rounds, AllowUnproven: allowUnproven.Load()}
-	if p.Alpha != nil {
-		o.Alpha = setunion.Float(*p.Alpha)
-	}
+	o.Mechanism, o.Public, o.AllowUnproven = m, nil, allowUnproven.Load()
 	return o, o.Validate()
 }

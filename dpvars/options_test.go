@@ -7,22 +7,22 @@ import (
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
-func TestSetUnionParamsValidation(t *testing.T) {
+func TestCheckSetUnion(t *testing.T) {
 	for _, c := range []struct {
-		mod  func(*SetUnionParams)
+		mod  func(*setunion.Options)
 		want string
 	}{
-		{func(p *SetUnionParams) { p.Epsilon = 0 }, "epsilon must be a finite number greater than 0, got 0"},
-		{func(p *SetUnionParams) { p.Delta = 0 }, "delta must be greater than 0 and less than 1, got 0"},
-		{func(p *SetUnionParams) { p.MaxItems = -1 }, "max_items must be an integer from 1 to 1000000, or 0 to choose it privately from the data, got -1"},
-		{func(p *SetUnionParams) { p.Mechanism = "greedy_frequency_unproven" }, "mechanism greedy_frequency_unproven is unproven: "},
-		{func(p *SetUnionParams) { p.Alpha = setunion.Float(-0.5) }, "alpha must be a finite number ≥ 0, got -0.5"},
-		{func(p *SetUnionParams) { p.Rounds = 0 }, "rounds must be an integer from 1 to 100, got 0"},
-		{func(p *SetUnionParams) { p.Mechanism = "greedy_public" }, "mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)"},
+		{func(p *setunion.Options) { p.Epsilon = 0 }, "epsilon must be a finite number greater than 0, got 0"},
+		{func(p *setunion.Options) { p.Delta = 0 }, "delta must be greater than 0 and less than 1, got 0"},
+		{func(p *setunion.Options) { p.MaxItems = -1 }, "max_items must be an integer from 1 to 1000000, or 0 to choose it privately from the data, got -1"},
+		{func(p *setunion.Options) { p.Mechanism = "greedy_frequency_unproven" }, "mechanism greedy_frequency_unproven is unproven: "},
+		{func(p *setunion.Options) { p.Alpha = setunion.Float(-0.5) }, "alpha must be a finite number ≥ 0, got -0.5"},
+		{func(p *setunion.Options) { p.Rounds = 0 }, "rounds must be an integer from 1 to 100, got 0"},
+		{func(p *setunion.Options) { p.Mechanism = "greedy_public" }, "mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)"},
 	} {
-		p := DefaultSetUnionParams()
+		p := DefaultSetUnion()
 		c.mod(&p)
-		if _, err := p.Options(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+		if _, err := CheckSetUnion(p); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("got %v, want %s", err, c.want)
 		}
 	}
@@ -30,8 +30,8 @@ func TestSetUnionParamsValidation(t *testing.T) {
 
 func TestDefaultsShared(t *testing.T) {
 	d := setunion.Defaults()
-	p := DefaultSetUnionParams()
-	o, err := p.Options()
+	p := DefaultSetUnion()
+	o, err := CheckSetUnion(p)
 	if err != nil {
 		t.Fatal(err)
 	}

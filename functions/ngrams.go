@@ -524,10 +524,10 @@ func unquoteIdent(s string) string {
 // is wrong and what is allowed; a dp_mechanism the extraction cannot use
 // (DP_SET_UNION's Laplace mechanisms, for one) is reported as coming from
 // the session variable.
-func NgramsOptions(p dpvars.SetUnionParams, options string, given bool) (ngrams.Options, error) {
+func NgramsOptions(p setunion.Options, options string, given bool) (ngrams.Options, error) {
 	o := ngrams.Defaults()
 	o.Epsilon, o.Delta, o.MaxItems = p.Epsilon, p.Delta, p.MaxItems
-	mech, update, alpha := p.Mechanism, "", p.Alpha
+	mech, update, alpha := string(p.Mechanism), "", p.Alpha
 	mechFromSession := true
 	if given {
 		set := NewOptionSet(NgramsFunction)

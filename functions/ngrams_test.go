@@ -47,7 +47,7 @@ func TestSplitTableName(t *testing.T) {
 }
 
 func TestNgramsOptions(t *testing.T) {
-	p := dpvars.DefaultSetUnionParams()
+	p := dpvars.DefaultSetUnion()
 	p.Epsilon, p.Delta, p.MaxItems, p.Mechanism, p.Alpha = 2, 1e-8, 40, "Weighted_Gaussian", setunion.Float(5)
 
 	// Unspecified options come from the session variables and the core's

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpsql/dpsql/dpvars"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // Option is one key=value pair of an options string such as
@@ -148,14 +148,11 @@ func ParseInt(v string) (int, error) {
 }
 
 // AddSetUnion adds the keys epsilon, delta, max_items, mechanism, alpha and
-// rounds, which set the fields of p. alpha also accepts "default".
-func (s *OptionSet) AddSetUnion(p *dpvars.SetUnionParams) {
-	s.Float("epsilon", &p.Epsilon)
-	s.Float("delta", &p.Delta)
-	s.Int("max_items", &p.MaxItems)
-	s.String("mechanism", &p.Mechanism)
-	s.Alpha("alpha", &p.Alpha)
-	s.Int("rounds", &p.Rounds)
+// rounds, which set o through setunion.Options.Set (alpha also accepts "default").
+func (s *OptionSet) AddSetUnion(o *setunion.Options) {
+	for _, key := range setunion.OptionKeys() {
+		s.Func(key, func(v string) error { return o.Set(key, v) })
+	}
 }
 
 // Alpha adds a key whose value is a cutoff parameter stored in *dst: a

@@ -40,13 +40,13 @@ func TestSplitOptions(t *testing.T) {
 }
 
 func TestOptionSetSetUnion(t *testing.T) {
-	p := dpvars.DefaultSetUnionParams()
+	p := dpvars.DefaultSetUnion()
 	s := NewOptionSet("DP_SET_UNION")
 	s.AddSetUnion(&p)
 	if err := s.Parse("epsilon=2, delta=1e-8, max_items=50, mechanism=DP_SIPS, alpha=4, rounds=5"); err != nil {
 		t.Fatal(err)
 	}
-	o, err := p.Options()
+	o, err := dpvars.CheckSetUnion(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestOptionSetSetUnion(t *testing.T) {
 	// alpha=default means the mechanism's default (nil); -1, once a second
 	// marker for it, is now an error like any negative α.
 	for _, a := range []string{"default", "DEFAULT"} {
-		p := dpvars.DefaultSetUnionParams()
+		p := dpvars.DefaultSetUnion()
 		s := NewOptionSet("DP_SET_UNION")
 		s.AddSetUnion(&p)
 		if err := s.Parse("alpha=5, alpha=" + a); err == nil {
@@ -65,7 +65,7 @@ func TestOptionSetSetUnion(t *testing.T) {
 		if err := s.Parse("alpha=" + a); err != nil {
 			t.Fatal(err)
 		}
-		if o, err := p.Options(); err != nil || o.Alpha != nil {
+		if o, err := dpvars.CheckSetUnion(p); err != nil || o.Alpha != nil {
 			t.Fatalf("alpha=%s: %+v, %v", a, o, err)
 		}
 	}
@@ -74,7 +74,7 @@ func TestOptionSetSetUnion(t *testing.T) {
 // TestOptionSetExtraKeys shows how a function with more options (DP_NGRAMS)
 // reuses the set union keys.
 func TestOptionSetExtraKeys(t *testing.T) {
-	p := dpvars.DefaultSetUnionParams()
+	p := dpvars.DefaultSetUnion()
 	maxN, eta, split := 3, 0.01, "uniform"
 	s := NewOptionSet("DP_NGRAMS")
 	s.AddSetUnion(&p)

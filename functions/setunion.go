@@ -279,7 +279,7 @@ func (f *SetUnion) resolveOptions(ctx *sql.Context) (setunion.Options, error) {
 			}
 		}
 	}
-	o, err := p.Options()
+	o, err := dpvars.CheckSetUnion(p)
 	if err != nil {
 		return setunion.Options{}, optionsError("DP_SET_UNION: %s", err.Error())
 	}

@@ -914,7 +914,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 		}
 		params := dpvars.SessionParams(ctx)
-		o, err := params.Options()
+		o, err := dpvars.CheckSetUnion(params)
 		if err != nil {
 			return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private SELECT DISTINCT on %s.%s: %s (check the dp_* session variables)", src.db, src.name, err)
 		}

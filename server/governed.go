@@ -37,7 +37,6 @@ import (
 	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/server/storage"
-	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // ConnReadTimeout is the connection read timeout of the governed server:
@@ -483,34 +482,7 @@ func restoreGlobals(m map[string]any) {
 // configuration is silent) the global values of the dp_* variables, which
 // every new session starts from.
 func setDefaults(d config.Defaults) error {
-	p := dpvars.DefaultSetUnionParams()
-	if d.Mechanism != "" {
-		p.Mechanism = d.Mechanism
-	}
-	if d.Epsilon != nil {
-		p.Epsilon = *d.Epsilon
-	}
-	if d.Delta != nil {
-		p.Delta = *d.Delta
-	}
-	if d.MaxItems != nil {
-		p.MaxItems = *d.MaxItems
-	}
-	if d.Alpha != nil {
-		p.Alpha = setunion.Float(*d.Alpha)
-	}
-	if d.Rounds != nil {
-		p.Rounds = *d.Rounds
-	}
-	err := sql.SystemVariables.AssignValues(map[string]any{
-		dpvars.VarMechanism: p.Mechanism,
-		dpvars.VarEpsilon:   p.Epsilon,
-		dpvars.VarDelta:     p.Delta,
-		dpvars.VarMaxItems:  int64(p.MaxItems),
-		dpvars.VarAlpha:     *p.Alpha,
-		dpvars.VarRounds:    int64(p.Rounds),
-	})
-	if err != nil {
+	if err := dpvars.AssignGlobals(d.Options()); err != nil {
 		return fmt.Errorf("defaults: %w", err)
 	}
 	return nil
