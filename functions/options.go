@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -171,4 +173,17 @@ func (s *OptionSet) Alpha(key string, dst **float64) {
 		*dst = &f
 		return nil
 	})
+}
+
+// noteStatementOptions records, for DP_EXPLAIN's source.* rows, that the
+// set-union options a function call's (parsed) options string gives come
+// from the statement: they win over the hints, the session, and the
+// configured defaults the call's context carries (dpvars.Origin).
+func noteStatementOptions(ctx *sql.Context, options string) {
+	pairs, _ := SplitOptions("", options)
+	for _, p := range pairs {
+		if slices.Contains(setunion.OptionKeys(), p.Key) {
+			dpvars.SetOrigin(ctx, "dp_"+p.Key, dpvars.OriginStatement)
+		}
+	}
 }

@@ -41,6 +41,12 @@ type Config struct {
 	// columns for DP_NGRAMS (release.Scan.IndexedCorpus); nil: every
 	// extraction reads the table.
 	Indexes *release.Indexes
+	// Defaults, when set, returns the configured DP defaults of a table
+	// (nil: none), which DP_NGRAMS takes below the statement's and the
+	// analyst's own options (dpvars.TableDefaults; the governed server
+	// gives the protected tables' dp: sections). DP_SET_UNION gets them
+	// from the planner (planner.WithTableDefaults).
+	Defaults func(db, table string) *dpvars.TableDefaults
 }
 
 func (c Config) rand() *rand.Rand {
@@ -277,6 +283,7 @@ func (f *SetUnion) resolveOptions(ctx *sql.Context) (setunion.Options, error) {
 			if err := set.Parse(s); err != nil {
 				return setunion.Options{}, optionsError("%s", err.Error())
 			}
+			noteStatementOptions(ctx, s)
 		}
 	}
 	o, err := dpvars.CheckSetUnion(p)

@@ -8,6 +8,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/expression"
 
 	"github.com/dpsql/dpsql/dpvars"
+	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 	"github.com/dpsql/dpsql/sqlext/explain"
 )
@@ -35,16 +36,41 @@ func (p *policy) tableDefaults(src source) *dpvars.TableDefaults {
 // over src with the given keys (once per release: a context that has them
 // keeps them).
 func (p *policy) withDefaults(ctx *sql.Context, src source, keys []sql.Expression) *sql.Context {
+	return dpvars.WithReleaseDefaults(ctx, p.tableDefaults(src), keyColumns(src, keys))
+}
+
+// keyColumns are the names of the table's columns that are the keys, or
+// nil unless every key is a plain column of the protected table.
+func keyColumns(src source, keys []sql.Expression) []string {
 	var cols []string
 	for _, k := range keys {
 		gf, ok := unalias(k).(*expression.GetField)
 		if !ok || src.join.owns(gf) {
-			cols = nil
-			break
+			return nil
 		}
 		cols = append(cols, gf.Name())
 	}
-	return dpvars.WithReleaseDefaults(ctx, p.tableDefaults(src), cols)
+	return cols
+}
+
+// bindSetUnion binds the i-th of n DP_SET_UNION calls of a release over
+// src to its options as a SELECT DISTINCT of its item would take them:
+// option by option, the call's options string, the statement's hints,
+// the analyst's SET, the item column's configured defaults (when the item
+// is a plain column), the table's, the server default. It returns the
+// bound call and DP_EXPLAIN's source.* rows for it (call_i.source.* when
+// the release has several calls).
+func (p *policy) bindSetUnion(ctx *sql.Context, src source, c *functions.SetUnion, i, n int) (*functions.SetUnion, []explain.Fact, error) {
+	cctx := dpvars.WithOwnDefaults(ctx, p.tableDefaults(src), keyColumns(src, []sql.Expression{c.Item()}))
+	bound, err := c.Bind(cctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	facts := originFacts(cctx, distinctRows)
+	if n > 1 {
+		facts = explain.Prefix(fmt.Sprintf("call_%d.", i+1), facts)
+	}
+	return bound, facts, nil
 }
 
 // columnBounds gives each bounded aggregate of exactly one configured

@@ -920,7 +920,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		}
 		r.opts = o
 	case setUnions:
-		for _, c := range calls {
+		for i, c := range calls {
 			gf, ok := c.PrivacyUnit().(*expression.GetField)
 			if !ok || !strings.EqualFold(gf.Name(), src.unit) || !strings.EqualFold(gf.Table(), src.ref) {
 				return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the privacy unit of DP_SET_UNION over it must be its column %s, not %s", src.unit, c.PrivacyUnit()))
@@ -929,7 +929,11 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 			if err != nil {
 				return nil, err
 			}
-			r.calls = append(r.calls, c)
+			bound, facts, err := p.bindSetUnion(ctx, src, c, i, len(calls)) // defaults.go: with the configured defaults
+			if err != nil {
+				return nil, err
+			}
+			r.calls, r.origins = append(r.calls, bound), append(r.origins, facts...)
 			scanKeys = append(scanKeys, item)
 		}
 	}
@@ -953,7 +957,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 			return nil, err
 		}
 	}
-	r.origins = originFacts(ctx, mode)
+	r.origins = append(r.origins, originFacts(ctx, mode)...) // DP_SET_UNION: its calls'
 	r.done = &releaseResult{}
 	if memo, ok := ctx.Value(memoKey{}).(map[string]*releaseResult); ok {
 		if key := r.spec(); key != "" {

@@ -224,13 +224,15 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 // policyOptions returns the planner's options for cfg — the release limits,
 // the tables' configured defaults, the release indexes (prebuilt for the
 // protected tables, and again after each reload) and the log — and the
-// indexes (nil when release_index_bytes is -1), which it also gives to the
-// functions' configuration fcfg.
+// indexes (nil when release_index_bytes is -1); it gives the indexes and
+// the defaults to the functions' configuration fcfg too.
 func policyOptions(cfg *config.Config, fcfg *functions.Config, ds *datasets, p *storage.Provider, protected []governance.ProtectedTable, logw io.Writer) ([]planner.PolicyOption, *release.Indexes) {
+	defaults := tableDefaults(cfg) // defaults.go
+	fcfg.Defaults = defaults       // DP_NGRAMS's
 	popts := []planner.PolicyOption{
 		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
 		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
-		planner.WithTableDefaults(tableDefaults(cfg)), // defaults.go
+		planner.WithTableDefaults(defaults),
 	}
 	var indexes *release.Indexes
 	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {
