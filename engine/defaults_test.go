@@ -24,6 +24,13 @@ import (
 // weighted_gaussian and Δ0 = 7; the column uname's Δ0 = 1.
 func defaultsEngine(t *testing.T) (*sqle.Engine, *testengine.FakeGov) {
 	t.Helper()
+	return defaultsEngineWith(t, map[string]any{dpvars.VarEpsilon: 2.0, dpvars.VarDelta: 1e-7, dpvars.VarMechanism: "weighted_gaussian",
+		dpvars.VarMaxGroups: int64(7), dpvars.VarMaxItems: int64(7)})
+}
+
+// defaultsEngineWith is defaultsEngine with the table's defaults vars.
+func defaultsEngineWith(t *testing.T, vars map[string]any) (*sqle.Engine, *testengine.FakeGov) {
+	t.Helper()
 	reads := new(atomic.Int64)
 	gov := &testengine.FakeGov{
 		Analysts: map[string]bool{"alice": true},
@@ -31,8 +38,7 @@ func defaultsEngine(t *testing.T) (*sqle.Engine, *testengine.FakeGov) {
 		Reads:    reads,
 	}
 	d := &dpvars.TableDefaults{
-		Vars: map[string]any{dpvars.VarEpsilon: 2.0, dpvars.VarDelta: 1e-7, dpvars.VarMechanism: "weighted_gaussian",
-			dpvars.VarMaxGroups: int64(7), dpvars.VarMaxItems: int64(7)},
+		Vars:    vars,
 		Columns: map[string]dpvars.ColumnDefaults{"uname": {MaxGroups: 1}},
 	}
 	defaults := func(db, table string) *dpvars.TableDefaults {
@@ -130,6 +136,30 @@ func TestExplainSourcesOfSetUnionAndNgrams(t *testing.T) {
 				t.Errorf("%s: no %s in %v", c.query, w, rows)
 			}
 		}
+	}
+}
+
+// TestNgramsConfiguredMechanismItCannotUse: a table's configured
+// mechanism that n-gram extraction cannot use is refused before any
+// charge, with an error that names the configuration and says what to
+// pass; an administrator's (ungoverned) DP_NGRAMS takes no configured
+// defaults, as an ungoverned DP_SET_UNION takes none.
+func TestNgramsConfiguredMechanismItCannotUse(t *testing.T) {
+	e, gov := defaultsEngineWith(t, map[string]any{dpvars.VarMechanism: "count_laplace"})
+	ctx := engine.NewContext(t.Context(), "alice", "mydb")
+	_, err := runIn(ctx, e, "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id')")
+	if err == nil || !strings.Contains(err.Error(), "the configured mechanism of mydb.notes (its dp: section) is count_laplace") || !strings.Contains(err.Error(), "'mechanism=dp_sips'") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := runIn(ctx, e, "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id', 'mechanism=dp_sips')"); err != nil {
+		t.Fatal(err)
+	}
+	if len(gov.Charges) != 1 || gov.Charges[0].Mechanism != "dp_sips" {
+		t.Fatalf("charges %+v", gov.Charges)
+	}
+	admin := engine.NewContext(t.Context(), "root", "mydb")
+	if _, err := runIn(admin, e, "SELECT * FROM DP_NGRAMS('notes', 'body', 'user_id')"); err != nil {
+		t.Fatalf("administrator: %v", err)
 	}
 }
 

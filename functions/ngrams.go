@@ -337,15 +337,17 @@ func (n *NGrams) resolve(ctx *sql.Context) (*ngramsCall, error) {
 	return call, nil
 }
 
-// withDefaults returns ctx carrying the configured defaults of the call's
-// table (Config.Defaults): the table's dp: options, below the call's
-// options string, the statement's hints and the analyst's SET, as for any
-// release over the table. A column's dp: section does not apply: its Δ0
+// withDefaults returns ctx carrying, for a governed session, the
+// configured defaults of the call's table (Config.Defaults): the table's
+// dp: options, below the call's options string, the statement's hints and
+// the analyst's SET, as for any analyst's release over the table (an
+// ungoverned session's DP_SET_UNION and DP_NGRAMS take none, as the
+// planner gives them none). A column's dp: section does not apply: its Δ0
 // counts the column's values a user has, and the extraction's keys are
 // n-grams of the text, not its values (as for GROUP BY of an expression
 // of a column).
 func (n *NGrams) withDefaults(ctx *sql.Context, call *ngramsCall) *sql.Context {
-	if n.cfg.Defaults == nil {
+	if n.cfg.Defaults == nil || n.cfg.Governor == nil || !n.cfg.Governor.Governed(ctx) {
 		return ctx
 	}
 	return dpvars.WithOwnDefaults(ctx, n.cfg.Defaults(call.db, call.table), nil)
