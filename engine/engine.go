@@ -18,6 +18,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/analyzer"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/gmsfix"
 	"github.com/dpsql/dpsql/planner"
@@ -70,7 +71,7 @@ type Config struct {
 //   - a planner.GuardParser running cfg.Checks as the engine's and the
 //     analyzer's parser.
 func New(cfg Config) (*sqle.Engine, error) {
-	functions.RegisterSystemVariables()
+	dpvars.RegisterSystemVariables()
 	pro := cfg.Provider
 	if pro == nil {
 		p, err := storage.NewProvider()
@@ -135,7 +136,7 @@ func New(cfg Config) (*sqle.Engine, error) {
 //	ctx := engine.NewContext(context.Background(), "", "demo")
 //	schema, iter, _, err := e.Query(ctx, "SELECT DP_SET_UNION(word, user_id) FROM words")
 func NewContext(parent context.Context, user, db string) *sql.Context {
-	functions.RegisterSystemVariables()
+	dpvars.RegisterSystemVariables()
 	sess := sql.NewBaseSessionWithClientServer("localhost", sql.Client{User: user, Address: "localhost"}, 1)
 	ctx := sql.NewContext(parent, sql.WithSession(sess))
 	if db != "" {

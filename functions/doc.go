@@ -2,11 +2,10 @@
 // DP_SET_UNION aggregate (setunion.go), the MEDIAN and PERCENTILE_CONT
 // aggregates (quantile.go: private over protected tables through the
 // planner, exact over public rows), the DP_NGRAMS table function
-// (ngrams.go), the options strings they take (options.go), the dp_*
+// (ngrams.go) and the options strings they take (options.go). The dp_*
 // session variables that supply default options, so that BI tools which
-// cannot pass options still work (sysvars.go; those of DP aggregates in
-// aggregates.go, dp_reuse in reuse.go), and the /*+ SET_VAR(dp_…) */ hints
-// that override them for one statement (hints.go).
+// cannot pass options still work, and the /*+ SET_VAR(dp_…) */ hints that
+// override them for one statement are package dpvars's.
 //
 // DP_NGRAMS is a whole release: on a governed engine (Config.Governor) it
 // checks the budget while the statement is planned, charges or reuses

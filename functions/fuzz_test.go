@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/dpsql/dpsql/dpvars"
 )
 
 // FuzzOptions feeds arbitrary option strings to the parser DP_SET_UNION and
@@ -30,7 +32,7 @@ func FuzzOptions(f *testing.F) {
 				seen[p.Key] = true
 			}
 		}
-		p := DefaultSetUnionParams()
+		p := dpvars.DefaultSetUnion()
 		set := NewOptionSet("DP_SET_UNION")
 		set.AddSetUnion(&p)
 		if err := set.Parse(s); err != nil {
@@ -39,9 +41,9 @@ func FuzzOptions(f *testing.F) {
 			}
 			return
 		}
-		if o, err := p.Options(); err == nil {
+		if o, err := dpvars.CheckSetUnion(p); err == nil {
 			if verr := o.Validate(); verr != nil {
-				t.Fatalf("Options() accepted %q but Validate refuses: %v", s, verr)
+				t.Fatalf("CheckSetUnion accepted %q but Validate refuses: %v", s, verr)
 			}
 		}
 	})

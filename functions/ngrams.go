@@ -16,6 +16,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/accounting"
@@ -193,6 +194,7 @@ func (n *NGrams) Explain(ctx *sql.Context) ([]explain.Fact, []release.Request, e
 		return nil, nil, err
 	}
 	facts := append([]explain.Fact{explain.F("release", fmt.Sprintf("DP_NGRAMS over %s.%s", call.db, call.table), "what the statement releases privately")}, p.Facts()...)
+	facts = append(facts, call.origins...)
 	if !charged {
 		return facts, nil, nil
 	}
@@ -284,6 +286,7 @@ type ngramsCall struct {
 	unit      string
 	unitArg   string // the privacy_unit_column argument as given
 	opts      ngrams.Options
+	origins   []explain.Fact // where the options came from (DP_EXPLAIN)
 }
 
 // resolve evaluates the arguments and the session variables and checks
@@ -321,12 +324,42 @@ func (n *NGrams) resolve(ctx *sql.Context) (*ngramsCall, error) {
 	if err := n.resolveTable(ctx, call, vals[0], vals[1], vals[2]); err != nil {
 		return nil, err
 	}
-	opts, err := NgramsOptions(SessionParams(ctx), vals[3], optionsGiven)
+	ctx = n.withDefaults(ctx, call)
+	opts, err := ngramsOptions(dpvars.SessionParams(ctx), vals[3], optionsGiven, mechanismSource(ctx, call))
 	if err != nil {
 		return nil, err
 	}
+	if optionsGiven {
+		noteStatementOptions(ctx, vals[3])
+	}
 	call.opts = opts
+	call.origins = dpvars.OriginFacts(ctx, dpvars.VarEpsilon, dpvars.VarDelta, dpvars.VarMechanism, dpvars.VarMaxItems)
 	return call, nil
+}
+
+// withDefaults returns ctx carrying, for a governed session, the
+// configured defaults of the call's table (Config.Defaults): the table's
+// dp: options, below the call's options string, the statement's hints and
+// the analyst's SET, as for any analyst's release over the table (an
+// ungoverned session's DP_SET_UNION and DP_NGRAMS take none, as the
+// planner gives them none). A column's dp: section does not apply: its Δ0
+// counts the column's values a user has, and the extraction's keys are
+// n-grams of the text, not its values (as for GROUP BY of an expression
+// of a column).
+func (n *NGrams) withDefaults(ctx *sql.Context, call *ngramsCall) *sql.Context {
+	if n.cfg.Defaults == nil || n.cfg.Governor == nil || !n.cfg.Governor.Governed(ctx) {
+		return ctx
+	}
+	return dpvars.WithOwnDefaults(ctx, n.cfg.Defaults(call.db, call.table), nil)
+}
+
+// mechanismSource names, for an error, where dp_mechanism's value came
+// from: the table's configuration or the session variable.
+func mechanismSource(ctx *sql.Context, call *ngramsCall) string {
+	if dpvars.Origin(ctx, dpvars.VarMechanism) == dpvars.OriginTable {
+		return fmt.Sprintf("the configured mechanism of %s.%s (its dp: section)", call.db, call.table)
+	}
+	return "the session variable dp_mechanism"
 }
 
 var ngramsArgExamples = [...]string{"'db.table'", "'body'", "'user_id'", "'epsilon=1, max_n=3'"}
@@ -523,10 +556,16 @@ func unquoteIdent(s string) string {
 // is wrong and what is allowed; a dp_mechanism the extraction cannot use
 // (DP_SET_UNION's Laplace mechanisms, for one) is reported as coming from
 // the session variable.
-func NgramsOptions(p SetUnionParams, options string, given bool) (ngrams.Options, error) {
+func NgramsOptions(p setunion.Options, options string, given bool) (ngrams.Options, error) {
+	return ngramsOptions(p, options, given, "the session variable dp_mechanism")
+}
+
+// ngramsOptions is NgramsOptions with mechFrom naming where p's mechanism
+// came from, for the error when the extraction cannot use it.
+func ngramsOptions(p setunion.Options, options string, given bool, mechFrom string) (ngrams.Options, error) {
 	o := ngrams.Defaults()
 	o.Epsilon, o.Delta, o.MaxItems = p.Epsilon, p.Delta, p.MaxItems
-	mech, update, alpha := p.Mechanism, "", p.Alpha
+	mech, update, alpha := string(p.Mechanism), "", p.Alpha
 	mechFromSession := true
 	if given {
 		set := NewOptionSet(NgramsFunction)
@@ -554,8 +593,8 @@ func NgramsOptions(p SetUnionParams, options string, given bool) (ngrams.Options
 		probe := ngrams.Defaults()
 		probe.Mechanism = o.Mechanism
 		if err := probe.Validate(); err != nil {
-			return ngrams.Options{}, optionsError("DP_NGRAMS: the session variable dp_mechanism is %s, which n-gram extraction cannot use (%s); pass a mechanism in the options, e.g. 'mechanism=%s', or SET dp_mechanism = '%s'",
-				mech, err, setunion.DefaultMechanism, setunion.DefaultMechanism)
+			return ngrams.Options{}, optionsError("DP_NGRAMS: %s is %s, which n-gram extraction cannot use (%s); pass a mechanism in the options, e.g. 'mechanism=%s', or SET dp_mechanism = '%s'",
+				mechFrom, mech, err, setunion.DefaultMechanism, setunion.DefaultMechanism)
 		}
 	}
 	if err := o.Validate(); err != nil {
@@ -602,7 +641,7 @@ func (n *NGrams) govern(ctx *sql.Context, call *ngramsCall) (release.Request, bo
 		Delta:     call.opts.Delta,
 		Mechanism: string(call.opts.Mechanism),
 		Query:     ctx.Query(),
-		Reuse:     release.ReuseKey{Spec: ngramsSpec(ctx, call), Fresh: !SessionReuse(ctx)},
+		Reuse:     release.ReuseKey{Spec: ngramsSpec(ctx, call), Fresh: !dpvars.SessionReuse(ctx)},
 	}, true, nil
 }
 

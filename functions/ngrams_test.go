@@ -14,6 +14,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/sqltypes"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/ngrams"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -46,7 +47,7 @@ func TestSplitTableName(t *testing.T) {
 }
 
 func TestNgramsOptions(t *testing.T) {
-	p := DefaultSetUnionParams()
+	p := dpvars.DefaultSetUnion()
 	p.Epsilon, p.Delta, p.MaxItems, p.Mechanism, p.Alpha = 2, 1e-8, 40, "Weighted_Gaussian", setunion.Float(5)
 
 	// Unspecified options come from the session variables and the core's

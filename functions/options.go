@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
+	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -148,45 +149,12 @@ func ParseInt(v string) (int, error) {
 	return int(n), nil
 }
 
-// SetUnionParams are the DP set union options as SQL sees them: the core's
-// options plus the alpha sentinel. Mechanism is kept as typed so that errors
-// can quote it.
-type SetUnionParams struct {
-	Mechanism string
-	Epsilon   float64
-	Delta     float64
-	MaxItems  int
-	// Alpha is the cutoff parameter α ≥ 0; nil (the option alpha=default)
-	// takes the mechanism's default (setunion.Mechanism.DefaultAlpha). The
-	// dp_alpha variable always has a value (setunion.CutoffAlpha unless
-	// set).
-	Alpha  *float64
-	Rounds int
-}
-
-// DefaultSetUnionParams are the defaults of the session variables: those of
-// setunion.Defaults, with alpha left to the mechanism.
-func DefaultSetUnionParams() SetUnionParams {
-	d := setunion.Defaults()
-	return SetUnionParams{
-		Mechanism: string(d.Mechanism),
-		Epsilon:   d.Epsilon,
-		Delta:     d.Delta,
-		MaxItems:  d.MaxItems,
-		Alpha:     setunion.Float(setunion.CutoffAlpha),
-		Rounds:    d.Rounds,
-	}
-}
-
 // AddSetUnion adds the keys epsilon, delta, max_items, mechanism, alpha and
-// rounds, which set the fields of p. alpha also accepts "default".
-func (s *OptionSet) AddSetUnion(p *SetUnionParams) {
-	s.Float("epsilon", &p.Epsilon)
-	s.Float("delta", &p.Delta)
-	s.Int("max_items", &p.MaxItems)
-	s.String("mechanism", &p.Mechanism)
-	s.Alpha("alpha", &p.Alpha)
-	s.Int("rounds", &p.Rounds)
+// rounds, which set o through setunion.Options.Set (alpha also accepts "default").
+func (s *OptionSet) AddSetUnion(o *setunion.Options) {
+	for _, key := range setunion.OptionKeys() {
+		s.Func(key, func(v string) error { return o.Set(key, v) })
+	}
 }
 
 // Alpha adds a key whose value is a cutoff parameter stored in *dst: a
@@ -207,31 +175,15 @@ func (s *OptionSet) Alpha(key string, dst **float64) {
 	})
 }
 
-// allowUnproven is AllowUnprovenMechanisms's setting.
-var allowUnproven atomic.Bool
-
-// AllowUnprovenMechanisms lets the SQL functions of this process run the
-// mechanisms without a privacy proof (setunion.Mechanism.Unproven:
-// greedy_frequency_unproven, greedy_public_unproven), which they refuse by
-// default. The governed server sets it from its configuration
-// (allow_unproven_mechanisms); nothing else should.
-func AllowUnprovenMechanisms(allow bool) { allowUnproven.Store(allow) }
-
-// Options validates p and converts it to the core's options. Errors name the
-// parameter, the value and the allowed range (see setunion.Options.Validate).
-// greedy_public is refused: it needs a public frequency table, which SQL
-// callers cannot pass.
-func (p SetUnionParams) Options() (setunion.Options, error) {
-	m, err := setunion.ParseMechanism(p.Mechanism)
-	if err != nil {
-		return setunion.Options{}, err
+// noteStatementOptions records, for DP_EXPLAIN's source.* rows, that the
+// set-union options a function call's (parsed) options string gives come
+// from the statement: they win over the hints, the session, and the
+// configured defaults the call's context carries (dpvars.Origin).
+func noteStatementOptions(ctx *sql.Context, options string) {
+	pairs, _ := SplitOptions("", options)
+	for _, p := range pairs {
+		if slices.Contains(setunion.OptionKeys(), p.Key) {
+			dpvars.SetOrigin(ctx, "dp_"+p.Key, dpvars.OriginStatement)
+		}
 	}
-	if m == setunion.GreedyPublic || m == setunion.GreedyPublicUnproven {
-		return setunion.Options{}, fmt.Errorf("mechanism %s needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)", m)
-	}
-	o := setunion.Options{Mechanism: m, Epsilon: p.Epsilon, Delta: p.Delta, MaxItems: p.MaxItems, Rounds: p.Rounds, AllowUnproven: allowUnproven.Load()}
-	if p.Alpha != nil {
-		o.Alpha = setunion.Float(*p.Alpha)
-	}
-	return o, o.Validate()
 }

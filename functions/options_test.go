@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -39,13 +40,13 @@ func TestSplitOptions(t *testing.T) {
 }
 
 func TestOptionSetSetUnion(t *testing.T) {
-	p := DefaultSetUnionParams()
+	p := dpvars.DefaultSetUnion()
 	s := NewOptionSet("DP_SET_UNION")
 	s.AddSetUnion(&p)
 	if err := s.Parse("epsilon=2, delta=1e-8, max_items=50, mechanism=DP_SIPS, alpha=4, rounds=5"); err != nil {
 		t.Fatal(err)
 	}
-	o, err := p.Options()
+	o, err := dpvars.CheckSetUnion(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestOptionSetSetUnion(t *testing.T) {
 	// alpha=default means the mechanism's default (nil); -1, once a second
 	// marker for it, is now an error like any negative α.
 	for _, a := range []string{"default", "DEFAULT"} {
-		p := DefaultSetUnionParams()
+		p := dpvars.DefaultSetUnion()
 		s := NewOptionSet("DP_SET_UNION")
 		s.AddSetUnion(&p)
 		if err := s.Parse("alpha=5, alpha=" + a); err == nil {
@@ -64,7 +65,7 @@ func TestOptionSetSetUnion(t *testing.T) {
 		if err := s.Parse("alpha=" + a); err != nil {
 			t.Fatal(err)
 		}
-		if o, err := p.Options(); err != nil || o.Alpha != nil {
+		if o, err := dpvars.CheckSetUnion(p); err != nil || o.Alpha != nil {
 			t.Fatalf("alpha=%s: %+v, %v", a, o, err)
 		}
 	}
@@ -73,7 +74,7 @@ func TestOptionSetSetUnion(t *testing.T) {
 // TestOptionSetExtraKeys shows how a function with more options (DP_NGRAMS)
 // reuses the set union keys.
 func TestOptionSetExtraKeys(t *testing.T) {
-	p := DefaultSetUnionParams()
+	p := dpvars.DefaultSetUnion()
 	maxN, eta, split := 3, 0.01, "uniform"
 	s := NewOptionSet("DP_NGRAMS")
 	s.AddSetUnion(&p)
@@ -96,50 +97,5 @@ func TestOptionSetExtraKeys(t *testing.T) {
 	}
 	if err := s.Parse("eta=NaN"); err == nil || err.Error() != `DP_NGRAMS: option eta: "NaN" is not a finite number` {
 		t.Fatalf("got %v", err)
-	}
-}
-
-func TestSetUnionParamsValidation(t *testing.T) {
-	for _, c := range []struct {
-		mod  func(*SetUnionParams)
-		want string
-	}{
-		{func(p *SetUnionParams) { p.Epsilon = 0 }, "epsilon must be a finite number greater than 0, got 0"},
-		{func(p *SetUnionParams) { p.Delta = 0 }, "delta must be greater than 0 and less than 1, got 0"},
-		{func(p *SetUnionParams) { p.MaxItems = -1 }, "max_items must be an integer from 1 to 1000000, or 0 to choose it privately from the data, got -1"},
-		{func(p *SetUnionParams) { p.Mechanism = "greedy_frequency_unproven" }, "mechanism greedy_frequency_unproven is unproven: "},
-		{func(p *SetUnionParams) { p.Alpha = setunion.Float(-0.5) }, "alpha must be a finite number ≥ 0, got -0.5"},
-		{func(p *SetUnionParams) { p.Rounds = 0 }, "rounds must be an integer from 1 to 100, got 0"},
-		{func(p *SetUnionParams) { p.Mechanism = "greedy_public" }, "mechanism greedy_public needs a public frequency table, which SQL functions cannot take: choose another mechanism (greedy_frequency is the closest)"},
-	} {
-		p := DefaultSetUnionParams()
-		c.mod(&p)
-		if _, err := p.Options(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("got %v, want %s", err, c.want)
-		}
-	}
-}
-
-func TestDefaultsShared(t *testing.T) {
-	d := setunion.Defaults()
-	p := DefaultSetUnionParams()
-	o, err := p.Options()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Mechanism != d.Mechanism || o.Epsilon != d.Epsilon || o.Delta != d.Delta || o.MaxItems != d.MaxItems || o.Rounds != d.Rounds || o.Alpha == nil || *o.Alpha != setunion.CutoffAlpha {
-		t.Fatalf("session defaults %+v differ from setunion.Defaults %+v", o, d)
-	}
-	for _, v := range SystemVariables() {
-		switch v.GetName() {
-		case VarEpsilon:
-			if v.GetDefault() != d.Epsilon {
-				t.Errorf("%s default %v", v.GetName(), v.GetDefault())
-			}
-		case VarMaxItems:
-			if v.GetDefault() != int64(d.MaxItems) {
-				t.Errorf("%s default %v", v.GetName(), v.GetDefault())
-			}
-		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/types"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/explain"
@@ -40,6 +41,12 @@ type Config struct {
 	// columns for DP_NGRAMS (release.Scan.IndexedCorpus); nil: every
 	// extraction reads the table.
 	Indexes *release.Indexes
+	// Defaults, when set, returns the configured DP defaults of a table
+	// (nil: none), which DP_NGRAMS takes below the statement's and the
+	// analyst's own options (dpvars.TableDefaults; the governed server
+	// gives the protected tables' dp: sections). DP_SET_UNION gets them
+	// from the planner (planner.WithTableDefaults).
+	Defaults func(db, table string) *dpvars.TableDefaults
 }
 
 func (c Config) rand() *rand.Rand {
@@ -253,7 +260,7 @@ func (f *SetUnion) Bind(ctx *sql.Context) (*SetUnion, error) {
 }
 
 func (f *SetUnion) resolveOptions(ctx *sql.Context) (setunion.Options, error) {
-	p := SessionParams(ctx)
+	p := dpvars.SessionParams(ctx)
 	if f.options != nil {
 		if !IsConstant(f.options) {
 			return setunion.Options{}, ErrOptionsNotConstant(f.options)
@@ -276,9 +283,10 @@ func (f *SetUnion) resolveOptions(ctx *sql.Context) (setunion.Options, error) {
 			if err := set.Parse(s); err != nil {
 				return setunion.Options{}, optionsError("%s", err.Error())
 			}
+			noteStatementOptions(ctx, s)
 		}
 	}
-	o, err := p.Options()
+	o, err := dpvars.CheckSetUnion(p)
 	if err != nil {
 		return setunion.Options{}, optionsError("DP_SET_UNION: %s", err.Error())
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/dpvars"
 )
 
 // BigQuery's spelling of a differentially private query,
@@ -36,13 +36,13 @@ import (
 
 // bigQueryOptions maps the clause's options to dpsql's variables.
 var bigQueryOptions = map[string][]string{
-	"epsilon":                    {functions.VarEpsilon},
-	"delta":                      {functions.VarDelta},
-	"max_groups_contributed":     {functions.VarMaxGroups, functions.VarMaxItems},
-	"max_partitions_contributed": {functions.VarMaxGroups, functions.VarMaxItems}, // the earlier name
-	"max_rows_per_group":         {functions.VarMaxRows},
-	"contribution_bounds":        {functions.VarBounds},
-	"privacy_unit_column":        {functions.VarPrivacyUnit},
+	"epsilon":                    {dpvars.VarEpsilon},
+	"delta":                      {dpvars.VarDelta},
+	"max_groups_contributed":     {dpvars.VarMaxGroups, dpvars.VarMaxItems},
+	"max_partitions_contributed": {dpvars.VarMaxGroups, dpvars.VarMaxItems}, // the earlier name
+	"max_rows_per_group":         {dpvars.VarMaxRows},
+	"contribution_bounds":        {dpvars.VarBounds},
+	"privacy_unit_column":        {dpvars.VarPrivacyUnit},
 }
 
 // RewriteDifferentialPrivacy rewrites every SELECT WITH

@@ -7,6 +7,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 	"github.com/dpsql/dpsql/sqlext/explain"
@@ -18,13 +19,13 @@ import (
 // option: the statement's SET_VAR hints (and BigQuery's OPTIONS), then
 // what the analyst SET in the session, then the column's configuration,
 // then the table's, then the server default, which for the contribution
-// bounds means chosen privately (functions.Origin*).
-func WithTableDefaults(defaults func(db, table string) *functions.TableDefaults) PolicyOption {
+// bounds means chosen privately (dpvars.Origin*).
+func WithTableDefaults(defaults func(db, table string) *dpvars.TableDefaults) PolicyOption {
 	return func(p *policy) { p.defaults = defaults }
 }
 
 // tableDefaults returns the configured defaults of src's table (nil: none).
-func (p *policy) tableDefaults(src source) *functions.TableDefaults {
+func (p *policy) tableDefaults(src source) *dpvars.TableDefaults {
 	if p.defaults == nil {
 		return nil
 	}
@@ -35,16 +36,41 @@ func (p *policy) tableDefaults(src source) *functions.TableDefaults {
 // over src with the given keys (once per release: a context that has them
 // keeps them).
 func (p *policy) withDefaults(ctx *sql.Context, src source, keys []sql.Expression) *sql.Context {
+	return dpvars.WithReleaseDefaults(ctx, p.tableDefaults(src), keyColumns(src, keys))
+}
+
+// keyColumns are the names of the table's columns that are the keys, or
+// nil unless every key is a plain column of the protected table.
+func keyColumns(src source, keys []sql.Expression) []string {
 	var cols []string
 	for _, k := range keys {
 		gf, ok := unalias(k).(*expression.GetField)
 		if !ok || src.join.owns(gf) {
-			cols = nil
-			break
+			return nil
 		}
 		cols = append(cols, gf.Name())
 	}
-	return functions.WithReleaseDefaults(ctx, p.tableDefaults(src), cols)
+	return cols
+}
+
+// bindSetUnion binds the i-th of n DP_SET_UNION calls of a release over
+// src to its options as a SELECT DISTINCT of its item would take them:
+// option by option, the call's options string, the statement's hints,
+// the analyst's SET, the item column's configured defaults (when the item
+// is a plain column), the table's, the server default. It returns the
+// bound call and DP_EXPLAIN's source.* rows for it (call_i.source.* when
+// the release has several calls).
+func (p *policy) bindSetUnion(ctx *sql.Context, src source, c *functions.SetUnion, i, n int) (*functions.SetUnion, []explain.Fact, error) {
+	cctx := dpvars.WithOwnDefaults(ctx, p.tableDefaults(src), keyColumns(src, []sql.Expression{c.Item()}))
+	bound, err := c.Bind(cctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	facts := originFacts(cctx, distinctRows)
+	if n > 1 {
+		facts = explain.Prefix(fmt.Sprintf("call_%d.", i+1), facts)
+	}
+	return bound, facts, nil
 }
 
 // columnBounds gives each bounded aggregate of exactly one configured
@@ -62,19 +88,19 @@ func (p *policy) columnBounds(ctx *sql.Context, src source, aggs []aggregate, o 
 		if !ok || src.join.owns(gf) {
 			continue
 		}
-		b, ok := functions.ColumnBounds(ctx, d, gf.Name())
+		b, ok := dpvars.ColumnBounds(ctx, d, gf.Name())
 		if !ok {
 			continue
 		}
-		lo, hi, err := functions.ParseBounds(b)
+		lo, hi, err := dpvars.ParseBounds(b)
 		if err != nil {
 			return err
 		}
 		o.Aggregates[i].AutoBounds, o.Aggregates[i].Lower, o.Aggregates[i].Upper = false, lo, hi
-		origin = functions.OriginColumn
+		origin = dpvars.OriginColumn
 	}
 	if origin != "" {
-		functions.SetOrigin(ctx, functions.VarBounds, origin)
+		dpvars.SetOrigin(ctx, dpvars.VarBounds, origin)
 	}
 	return nil
 }
@@ -82,18 +108,18 @@ func (p *policy) columnBounds(ctx *sql.Context, src source, aggs []aggregate, o 
 // originFacts are DP_EXPLAIN's rows on where the release's options came
 // from.
 func originFacts(ctx *sql.Context, mode releaseMode) []explain.Fact {
-	names := []string{functions.VarEpsilon, functions.VarDelta}
+	names := []string{dpvars.VarEpsilon, dpvars.VarDelta}
 	switch mode {
 	case aggregateRows:
-		names = append(names, functions.VarMaxGroups, functions.VarMaxRows, functions.VarBounds, functions.VarNoise)
+		names = append(names, dpvars.VarMaxGroups, dpvars.VarMaxRows, dpvars.VarBounds, dpvars.VarNoise)
 	case distinctRows:
-		names = append(names, functions.VarMechanism, functions.VarMaxItems)
+		names = append(names, dpvars.VarMechanism, dpvars.VarMaxItems)
 	default:
 		return nil
 	}
-	facts := functions.OriginFacts(ctx, names...)
+	facts := dpvars.OriginFacts(ctx, names...)
 	for i, f := range facts {
-		if f.Value == functions.OriginServer && privatelyChosen(ctx, f.Name) {
+		if f.Value == dpvars.OriginServer && privatelyChosen(ctx, f.Name) {
 			facts[i].Value = "chosen privately from the data"
 		}
 	}
@@ -105,10 +131,10 @@ func originFacts(ctx *sql.Context, mode releaseMode) []explain.Fact {
 func privatelyChosen(ctx *sql.Context, fact string) bool {
 	name := "dp_" + strings.TrimPrefix(fact, "source.")
 	switch name {
-	case functions.VarMaxGroups, functions.VarMaxRows, functions.VarMaxItems:
+	case dpvars.VarMaxGroups, dpvars.VarMaxRows, dpvars.VarMaxItems:
 		v, err := ctx.GetSessionVariable(ctx, name)
 		return err == nil && (v == int64(0) || v == 0)
-	case functions.VarBounds:
+	case dpvars.VarBounds:
 		v, err := ctx.GetSessionVariable(ctx, name)
 		return err == nil && strings.TrimSpace(fmt.Sprint(v)) == ""
 	}

@@ -9,8 +9,8 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/engine"
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 )
 
@@ -19,14 +19,14 @@ import (
 // bounds 0..2.
 func defaultsEngine(t *testing.T, gov *fakeGov) *sqle.Engine {
 	t.Helper()
-	d := &functions.TableDefaults{
-		Vars: map[string]any{functions.VarEpsilon: 2.0, functions.VarMaxGroups: int64(3), functions.VarMaxItems: int64(3)},
-		Columns: map[string]functions.ColumnDefaults{
+	d := &dpvars.TableDefaults{
+		Vars: map[string]any{dpvars.VarEpsilon: 2.0, dpvars.VarMaxGroups: int64(3), dpvars.VarMaxItems: int64(3)},
+		Columns: map[string]dpvars.ColumnDefaults{
 			"item": {MaxGroups: 1, MaxRows: 2},
 			"g":    {Bounds: "0,2"},
 		},
 	}
-	return buildPolicyEngine(t, gov, true, planner.WithTableDefaults(func(db, table string) *functions.TableDefaults {
+	return buildPolicyEngine(t, gov, true, planner.WithTableDefaults(func(db, table string) *dpvars.TableDefaults {
 		if strings.EqualFold(db, "mydb") && strings.EqualFold(table, "visits") {
 			return d
 		}

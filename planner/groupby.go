@@ -11,6 +11,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
@@ -237,14 +238,14 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 			values = append(values, a.value)
 		}
 	}
-	if err := functions.SessionHintsError(ctx); err != nil {
+	if err := dpvars.SessionHintsError(ctx); err != nil {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private GROUP BY on %s.%s: %s", src.db, src.name, err)
 	}
 	ctx = p.withDefaults(ctx, src, keys) // the table's configured defaults (defaults.go)
-	ap, err := functions.SessionAggregateParams(ctx)
+	ap, err := dpvars.SessionAggregateParams(ctx)
 	if err == nil {
 		var o dpagg.Options
-		o, err = functions.AggregateOptions(functions.SessionParams(ctx), ap, kinds)
+		o, err = dpvars.AggregateOptions(dpvars.SessionParams(ctx), ap, kinds)
 		setQuantileLevels(&o, aggs) // quantile.go
 		if err == nil {
 			err = p.columnBounds(ctx, src, aggs, &o)

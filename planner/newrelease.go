@@ -9,6 +9,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/transform"
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 )
@@ -48,7 +49,7 @@ func sameExpr(a, b sql.Expression) bool {
 // charged, what a release may not evaluate.
 func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys []sql.Expression, out []int, calls []*functions.SetUnion, schema sql.Schema, outputs []sql.Expression) (*Release, error) {
 	ctx = p.withDefaults(ctx, src, keys) // the table's configured defaults (defaults.go)
-	if err := functions.CheckPrivacyUnit(ctx, src.db, src.name, src.unit); err != nil {
+	if err := dpvars.CheckPrivacyUnit(ctx, src.db, src.name, src.unit); err != nil {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 	}
 	r := &Release{mode: mode, db: src.db, name: src.name, out: out, schema: schema, gov: p.gov, rnd: p.rnd, indexes: p.indexes}
@@ -60,7 +61,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 	}
 	var scanKeys []release.Expr
 	if mode == setUnions {
-		scanKeys, err = r.bindCalls(b, calls)
+		scanKeys, err = r.bindCalls(ctx, p, b, calls)
 	} else {
 		scanKeys, err = r.bindKeys(ctx, b, keys)
 	}
@@ -87,7 +88,7 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 			return nil, err
 		}
 	}
-	r.origins = originFacts(ctx, mode)
+	r.origins = append(r.origins, originFacts(ctx, mode)...) // DP_SET_UNION: its calls'
 	r.done = memoized(ctx, r)
 	return r, nil
 }
@@ -175,11 +176,11 @@ func (r *Release) bindKeys(ctx *sql.Context, b binder, keys []sql.Expression) ([
 		}
 		scanKeys = append(scanKeys, x)
 	}
-	if err := functions.SessionHintsError(ctx); err != nil {
+	if err := dpvars.SessionHintsError(ctx); err != nil {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private release on %s.%s: %s", src.db, src.name, err)
 	}
-	params := functions.SessionParams(ctx)
-	o, err := params.Options()
+	params := dpvars.SessionParams(ctx)
+	o, err := dpvars.CheckSetUnion(params)
 	if err != nil {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSUnknownSQLState, "private SELECT DISTINCT on %s.%s: %s (check the dp_* session variables)", src.db, src.name, err)
 	}
@@ -189,10 +190,10 @@ func (r *Release) bindKeys(ctx *sql.Context, b binder, keys []sql.Expression) ([
 
 // bindCalls binds the items of a DP_SET_UNION release, one scan key per
 // call, after checking that each call's privacy unit is the table's.
-func (r *Release) bindCalls(b binder, calls []*functions.SetUnion) ([]release.Expr, error) {
+func (r *Release) bindCalls(ctx *sql.Context, p *policy, b binder, calls []*functions.SetUnion) ([]release.Expr, error) {
 	src := b.src
 	var scanKeys []release.Expr
-	for _, c := range calls {
+	for i, c := range calls {
 		gf, ok := c.PrivacyUnit().(*expression.GetField)
 		if !ok || !strings.EqualFold(gf.Name(), src.unit) || !strings.EqualFold(gf.Table(), src.ref) {
 			return nil, release.ErrAccess(src.db, src.name, fmt.Sprintf("the privacy unit of DP_SET_UNION over it must be its column %s, not %s", src.unit, c.PrivacyUnit()))
@@ -201,7 +202,11 @@ func (r *Release) bindCalls(b binder, calls []*functions.SetUnion) ([]release.Ex
 		if err != nil {
 			return nil, err
 		}
-		r.calls = append(r.calls, c)
+		bound, facts, err := p.bindSetUnion(ctx, src, c, i, len(calls)) // defaults.go: with the configured defaults
+		if err != nil {
+			return nil, err
+		}
+		r.calls, r.origins = append(r.calls, bound), append(r.origins, facts...)
 		scanKeys = append(scanKeys, item)
 	}
 	return scanKeys, nil

@@ -10,7 +10,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/lookup"
 	"github.com/dpsql/dpsql/release/sealed"
@@ -93,8 +93,8 @@ type policy struct {
 	limits       sealed.Limits
 	lookupLimits lookup.Limits
 	indexes      *release.Indexes
-	logf         func(format string, args ...any)                // WithLog
-	defaults     func(db, table string) *functions.TableDefaults // defaults.go
+	logf         func(format string, args ...any)             // WithLog
+	defaults     func(db, table string) *dpvars.TableDefaults // defaults.go
 }
 
 // WithLookupLimits bounds the public side of each public lookup of a

@@ -481,7 +481,7 @@ func quantileOf(src source, q *functions.Quantile) (aggregate, bool, error) {
 }
 
 // setQuantileLevels copies the levels of the release's quantiles into its
-// options (functions.AggregateOptions knows only the kinds).
+// options (dpvars.AggregateOptions knows only the kinds).
 func setQuantileLevels(o *dpagg.Options, aggs []aggregate) {
 	for i, a := range aggs {
 		if i < len(o.Aggregates) && a.kind == dpagg.Quantile {

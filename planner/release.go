@@ -13,6 +13,7 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/accounting"
@@ -160,7 +161,7 @@ func (r *Release) options() []setunion.Options {
 // requests describes the node's releases for the ledger; they share the
 // node's reuse key.
 func (r *Release) requests(ctx *sql.Context) []release.Request {
-	key := release.ReuseKey{Spec: r.reuseSpec(), Fresh: !functions.SessionReuse(ctx)}
+	key := release.ReuseKey{Spec: r.reuseSpec(), Fresh: !dpvars.SessionReuse(ctx)}
 	fn := "SELECT DISTINCT"
 	switch r.mode {
 	case setUnions:

@@ -3,7 +3,7 @@ package server
 import (
 	"strings"
 
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/server/config"
 )
 
@@ -11,39 +11,39 @@ import (
 // datasets (their dp: sections and their columns'), keyed by table, for
 // planner.WithTableDefaults. The table's max_groups_contributed is also
 // its SELECT DISTINCT's max_items (both are Δ0).
-func tableDefaults(cfg *config.Config) func(db, table string) *functions.TableDefaults {
-	m := map[string]*functions.TableDefaults{}
+func tableDefaults(cfg *config.Config) func(db, table string) *dpvars.TableDefaults {
+	m := map[string]*dpvars.TableDefaults{}
 	for _, d := range cfg.Datasets {
 		if !d.Protected() {
 			continue
 		}
-		td := &functions.TableDefaults{Vars: map[string]any{}, Columns: map[string]functions.ColumnDefaults{}}
+		td := &dpvars.TableDefaults{Vars: map[string]any{}, Columns: map[string]dpvars.ColumnDefaults{}}
 		if t := d.DP; t != nil {
 			if t.Epsilon != nil {
-				td.Vars[functions.VarEpsilon] = *t.Epsilon
+				td.Vars[dpvars.VarEpsilon] = *t.Epsilon
 			}
 			if t.Delta != nil {
-				td.Vars[functions.VarDelta] = *t.Delta
+				td.Vars[dpvars.VarDelta] = *t.Delta
 			}
 			if t.Mechanism != "" {
-				td.Vars[functions.VarMechanism] = strings.ToLower(t.Mechanism)
+				td.Vars[dpvars.VarMechanism] = strings.ToLower(t.Mechanism)
 			}
 			if t.Noise != "" {
-				td.Vars[functions.VarNoise] = strings.ToLower(t.Noise)
+				td.Vars[dpvars.VarNoise] = strings.ToLower(t.Noise)
 			}
 			if t.MaxGroupsContributed != nil {
-				td.Vars[functions.VarMaxGroups] = int64(*t.MaxGroupsContributed)
-				td.Vars[functions.VarMaxItems] = int64(*t.MaxGroupsContributed)
+				td.Vars[dpvars.VarMaxGroups] = int64(*t.MaxGroupsContributed)
+				td.Vars[dpvars.VarMaxItems] = int64(*t.MaxGroupsContributed)
 			}
 			if t.MaxRowsPerGroup != nil {
-				td.Vars[functions.VarMaxRows] = int64(*t.MaxRowsPerGroup)
+				td.Vars[dpvars.VarMaxRows] = int64(*t.MaxRowsPerGroup)
 			}
 		}
 		for _, c := range d.Columns {
 			if c.DP == nil {
 				continue
 			}
-			cd := functions.ColumnDefaults{Bounds: c.DP.BoundsText()}
+			cd := dpvars.ColumnDefaults{Bounds: c.DP.BoundsText()}
 			if c.DP.MaxGroupsContributed != nil {
 				cd.MaxGroups = *c.DP.MaxGroupsContributed
 			}
@@ -56,7 +56,7 @@ func tableDefaults(cfg *config.Config) func(db, table string) *functions.TableDe
 			m[strings.ToLower(d.QualifiedName())] = td
 		}
 	}
-	return func(db, table string) *functions.TableDefaults {
+	return func(db, table string) *dpvars.TableDefaults {
 		return m[strings.ToLower(db+"."+table)]
 	}
 }

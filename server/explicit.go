@@ -10,7 +10,7 @@ import (
 // SET the variable, so that the analyst's explicit values take
 // precedence over a protected table's configured defaults, while values
 // the session merely started with (the globals) do not
-// (functions.VariableSetter).
+// (dpvars.VariableSetter).
 func (s *session) SetSessionVariable(ctx *sql.Context, name string, value any) error {
 	if err := s.BaseSession.SetSessionVariable(ctx, name, value); err != nil {
 		return err

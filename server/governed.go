@@ -27,6 +27,7 @@ import (
 	sqle "github.com/dolthub/go-mysql-server"
 	"github.com/dolthub/go-mysql-server/sql"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/planner"
 	"github.com/dpsql/dpsql/release"
@@ -36,7 +37,6 @@ import (
 	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/server/storage"
-	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // ConnReadTimeout is the connection read timeout of the governed server:
@@ -172,7 +172,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	}
 	fcfg := o.Functions
 	fcfg.Governor = gov
-	functions.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
+	dpvars.AllowUnprovenMechanisms(cfg.AllowUnprovenMechanisms)
 	warnMemory(lim, logw)
 	popts, indexes := policyOptions(cfg, &fcfg, ds, p, protected, logw)
 	e, err := NewEngine(Config{
@@ -224,13 +224,15 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 // policyOptions returns the planner's options for cfg — the release limits,
 // the tables' configured defaults, the release indexes (prebuilt for the
 // protected tables, and again after each reload) and the log — and the
-// indexes (nil when release_index_bytes is -1), which it also gives to the
-// functions' configuration fcfg.
+// indexes (nil when release_index_bytes is -1); it gives the indexes and
+// the defaults to the functions' configuration fcfg too.
 func policyOptions(cfg *config.Config, fcfg *functions.Config, ds *datasets, p *storage.Provider, protected []governance.ProtectedTable, logw io.Writer) ([]planner.PolicyOption, *release.Indexes) {
+	defaults := tableDefaults(cfg) // defaults.go
+	fcfg.Defaults = defaults       // DP_NGRAMS's
 	popts := []planner.PolicyOption{
 		planner.WithLimits(sealed.Limits{MaxValueBytes: cfg.Limits.ReleaseValueBytes, MaxRowWork: cfg.Limits.ReleaseRowWork}),
 		planner.WithLookupLimits(lookup.Limits{MaxRows: cfg.Limits.PublicLookupRows, MaxBytes: cfg.Limits.PublicLookupBytes}),
-		planner.WithTableDefaults(tableDefaults(cfg)), // defaults.go
+		planner.WithTableDefaults(defaults),
 	}
 	var indexes *release.Indexes
 	if n := cfg.Limits.ReleaseIndexBytes; n >= 0 {
@@ -459,8 +461,8 @@ func appendFold(list []string, s string) []string {
 }
 
 // serverGlobals are the global system variables NewGoverned sets.
-var serverGlobals = []string{functions.VarMechanism, functions.VarEpsilon, functions.VarDelta,
-	functions.VarMaxItems, functions.VarAlpha, functions.VarRounds, "secure_file_priv"}
+var serverGlobals = []string{dpvars.VarMechanism, dpvars.VarEpsilon, dpvars.VarDelta,
+	dpvars.VarMaxItems, dpvars.VarAlpha, dpvars.VarRounds, "secure_file_priv"}
 
 func saveGlobals() map[string]any {
 	m := map[string]any{}
@@ -482,34 +484,7 @@ func restoreGlobals(m map[string]any) {
 // configuration is silent) the global values of the dp_* variables, which
 // every new session starts from.
 func setDefaults(d config.Defaults) error {
-	p := functions.DefaultSetUnionParams()
-	if d.Mechanism != "" {
-		p.Mechanism = d.Mechanism
-	}
-	if d.Epsilon != nil {
-		p.Epsilon = *d.Epsilon
-	}
-	if d.Delta != nil {
-		p.Delta = *d.Delta
-	}
-	if d.MaxItems != nil {
-		p.MaxItems = *d.MaxItems
-	}
-	if d.Alpha != nil {
-		p.Alpha = setunion.Float(*d.Alpha)
-	}
-	if d.Rounds != nil {
-		p.Rounds = *d.Rounds
-	}
-	err := sql.SystemVariables.AssignValues(map[string]any{
-		functions.VarMechanism: p.Mechanism,
-		functions.VarEpsilon:   p.Epsilon,
-		functions.VarDelta:     p.Delta,
-		functions.VarMaxItems:  int64(p.MaxItems),
-		functions.VarAlpha:     *p.Alpha,
-		functions.VarRounds:    int64(p.Rounds),
-	})
-	if err != nil {
+	if err := dpvars.AssignGlobals(d.Options()); err != nil {
 		return fmt.Errorf("defaults: %w", err)
 	}
 	return nil

@@ -11,8 +11,7 @@ import (
 	gms "github.com/dolthub/go-mysql-server/server"
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/vitess/go/mysql"
-
-	"github.com/dpsql/dpsql/functions"
+	"github.com/dpsql/dpsql/dpvars"
 )
 
 // DefaultAddress is where the server listens unless told otherwise: the
@@ -84,7 +83,7 @@ type Server struct {
 // registered (before the first session exists) and @@version and
 // @@version_comment are set, process-wide.
 func NewServer(e *sqle.Engine, cfg ServerConfig) (*Server, error) {
-	functions.RegisterSystemVariables()
+	dpvars.RegisterSystemVariables()
 	if cfg.Address == "" {
 		cfg.Address = DefaultAddress
 	}

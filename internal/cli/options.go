@@ -20,19 +20,15 @@ import (
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
-// MechanismFlags are the flags that choose a mechanism and its parameters.
+// MechanismFlags are the flags that choose a mechanism and its parameters:
+// --mechanism, --epsilon, --delta, --max-items, --alpha, --rounds and
+// --allow-unproven set the fields of one setunion.Options (the set-union
+// options' one representation; validated by its Validate), --public and
+// --seed what the run reads.
 type MechanismFlags struct {
-	Mechanism string
-	Epsilon   float64
-	Delta     float64
-	MaxItems  int
-	Alpha     *float64 // nil: the mechanism's default
-	Rounds    int
-	Public    string
-	Seed      string
-	// AllowUnproven runs a mechanism without a privacy proof
-	// (setunion.Mechanism.Unproven); the command must warn.
-	AllowUnproven bool
+	opts   setunion.Options
+	Public string
+	Seed   string
 
 	withData bool
 }
@@ -43,14 +39,14 @@ func (m *MechanismFlags) Register(fs *flag.FlagSet, withData bool) {
 	d := setunion.Defaults()
 	m.withData = withData
 	proven, unproven := MechanismNames()
-	fs.StringVar(&m.Mechanism, "mechanism", string(d.Mechanism), "DPSU mechanism: "+strings.Join(proven, ", ")+
+	fs.StringVar((*string)(&m.opts.Mechanism), "mechanism", string(d.Mechanism), "DPSU mechanism: "+strings.Join(proven, ", ")+
 		"; without a privacy proof, only with --allow-unproven: "+strings.Join(unproven, ", "))
-	fs.Float64Var(&m.Epsilon, "epsilon", d.Epsilon, "privacy parameter ε > 0")
-	fs.Float64Var(&m.Delta, "delta", d.Delta, fmt.Sprintf("privacy parameter δ in (0, 1); above %g, or at least 1/users, a warning says what it allows", DeltaWarnAbove))
-	fs.IntVar(&m.MaxItems, "max-items", d.MaxItems, fmt.Sprintf("Δ0: most items kept per user (sampled uniformly); 0 chooses it privately from the data with %.0f%% of the Gaussian budget (Gaussian mechanisms; the others use %d)", 100*setunion.AutoMaxItemsShare, setunion.FixedMaxItems))
-	fs.Var(OptionalFloat(&m.Alpha), "alpha", "cutoff parameter `α` ≥ 0 of the policies and greedy mechanisms, Γ = ρ + α·scale (default 3)")
-	fs.IntVar(&m.Rounds, "rounds", d.Rounds, "number of rounds R of dp_sips")
-	fs.BoolVar(&m.AllowUnproven, "allow-unproven", false, "run a mechanism that has no privacy proof (greedy_*_unproven); its output carries NO privacy guarantee")
+	fs.Float64Var(&m.opts.Epsilon, "epsilon", d.Epsilon, "privacy parameter ε > 0")
+	fs.Float64Var(&m.opts.Delta, "delta", d.Delta, fmt.Sprintf("privacy parameter δ in (0, 1); above %g, or at least 1/users, a warning says what it allows", DeltaWarnAbove))
+	fs.IntVar(&m.opts.MaxItems, "max-items", d.MaxItems, fmt.Sprintf("Δ0: most items kept per user (sampled uniformly); 0 chooses it privately from the data with %.0f%% of the Gaussian budget (Gaussian mechanisms; the others use %d)", 100*setunion.AutoMaxItemsShare, setunion.FixedMaxItems))
+	fs.Var(OptionalFloat(&m.opts.Alpha), "alpha", "cutoff parameter `α` ≥ 0 of the policies and greedy mechanisms, Γ = ρ + α·scale (default 3)")
+	fs.IntVar(&m.opts.Rounds, "rounds", d.Rounds, "number of rounds R of dp_sips")
+	fs.BoolVar(&m.opts.AllowUnproven, "allow-unproven", false, "run a mechanism that has no privacy proof (greedy_*_unproven); its output carries NO privacy guarantee")
 	if withData {
 		fs.StringVar(&m.Public, "public", "", "public frequency table for greedy_public: lines ITEM[<TAB>COUNT] (.gz allowed); must not come from the protected data")
 		fs.StringVar(&m.Seed, "seed", "", "seed the random source (tests only: the run becomes reproducible and therefore NOT private)")
@@ -115,13 +111,12 @@ func (m *MechanismFlags) Options() (setunion.Options, error) {
 // for it (calibration does not read it), and the caller reads m.Public itself
 // (dpsql-beam reads it inside its pipeline).
 func (m *MechanismFlags) BaseOptions() (setunion.Options, error) {
-	mech, err := setunion.ParseMechanism(m.Mechanism)
+	o := m.opts
+	_ = o.Set("mechanism", string(o.Mechanism)) // the flag's text, normalised as every edge does
+	mech, err := setunion.ParseMechanism(string(o.Mechanism))
 	if err != nil {
 		return setunion.Options{}, err
 	}
-	o := setunion.Options{Mechanism: mech, Epsilon: m.Epsilon, Delta: m.Delta, MaxItems: m.MaxItems, Rounds: m.Rounds,
-		AllowUnproven: m.AllowUnproven}
-	o.Alpha = m.Alpha
 	switch {
 	case m.Public != "" && !publicTable(mech):
 		return o, fmt.Errorf("--public is only used by --mechanism greedy_public")

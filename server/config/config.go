@@ -38,7 +38,6 @@ import (
 	"github.com/dpsql/dpsql/server/ledger"
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/checks"
-	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
@@ -99,40 +98,14 @@ type TLS struct {
 	Require bool `yaml:"require"`
 }
 
-// Defaults are the default DP options of new sessions; omitted fields keep
-// the values of setunion.Defaults.
-type Defaults struct {
-	Mechanism string   `yaml:"mechanism"`
-	Epsilon   *float64 `yaml:"epsilon"`
-	Delta     *float64 `yaml:"delta"`
-	MaxItems  *int     `yaml:"max_items"`
-	Alpha     *float64 `yaml:"alpha"`
-	Rounds    *int     `yaml:"rounds"`
-}
-
-// Options returns the defaults as setunion options (validated by Load).
-func (d Defaults) Options() setunion.Options {
-	o := setunion.Defaults()
-	if d.Mechanism != "" {
-		o.Mechanism, _ = setunion.ParseMechanism(d.Mechanism)
-	}
-	if d.Epsilon != nil {
-		o.Epsilon = *d.Epsilon
-	}
-	if d.Delta != nil {
-		o.Delta = *d.Delta
-	}
-	if d.MaxItems != nil {
-		o.MaxItems = *d.MaxItems
-	}
-	if d.Alpha != nil {
-		o.Alpha = setunion.Float(*d.Alpha)
-	}
-	if d.Rounds != nil {
-		o.Rounds = *d.Rounds
-	}
-	return o
-}
+// Defaults are the defaults: section, the set-union options new sessions
+// start with, as the YAML gives them: option name to value text, the names
+// and values of DP_SET_UNION's options string (setunion.OptionKeys:
+// mechanism, epsilon, delta, max_items, alpha, rounds; alpha also
+// "default"). Each is parsed by setunion.Options.Set over setunion.Defaults
+// and the result checked by setunion.Options.Validate, the one parser and
+// validator of set-union options (defaults.go).
+type Defaults map[string]string
 
 // Accounting chooses the ledger's accounting: method zcdp (the default) or
 // basic, and for zcdp the share of a budget's δ set aside for the releases'
@@ -512,7 +485,7 @@ func decodeError(name string, err error) error {
 var configTypes = map[string]reflect.Type{}
 
 func init() {
-	for _, v := range []any{Config{}, TLS{}, Defaults{}, Dataset{}, Source{}, Column{}, TableDP{}, ColumnDP{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}, Reuse{}} {
+	for _, v := range []any{Config{}, TLS{}, Dataset{}, Source{}, Column{}, TableDP{}, ColumnDP{}, Accounts{}, Admin{}, Analyst{}, Budget{}, Release{}, View{}, Reuse{}} {
 		t := reflect.TypeOf(v)
 		configTypes[t.String()] = t
 	}
@@ -622,11 +595,7 @@ func (v *validator) validateServer(c *Config, resolve func(string) string) {
 	c.DataDir = resolve(c.DataDir)
 
 	// defaults
-	if _, err := setunion.ParseMechanism(c.Defaults.Mechanism); c.Defaults.Mechanism != "" && err != nil {
-		v.errorf(at("defaults", "mechanism"), "defaults: %v", err)
-	} else if err := c.Defaults.Options().Validate(); err != nil {
-		v.errorf(at("defaults"), "defaults: %v", err)
-	}
+	v.validateDefaults(c.Defaults) // defaults.go
 
 	// accounting
 	switch strings.ToLower(c.Accounting.Method) {

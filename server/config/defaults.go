@@ -2,13 +2,56 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dpsql/dpsql/sqlext/checks"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
+
+// Options returns the defaults: section as set-union options: each option
+// given, parsed by setunion.Options.Set, over setunion.Defaults. Load has
+// validated them; an option that does not parse is left at its default.
+func (d Defaults) Options() setunion.Options {
+	o, _, _ := d.parse()
+	return o
+}
+
+// parse applies the options in name order and returns the first error,
+// with the option it is about ("" for none).
+func (d Defaults) parse() (setunion.Options, string, error) {
+	o := setunion.Defaults()
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		if err := o.Set(k, d[k]); err != nil {
+			return o, k, err
+		}
+	}
+	return o, "", nil
+}
+
+// validateDefaults checks the defaults: section: an error of one option
+// is reported at its line.
+func (v *validator) validateDefaults(d Defaults) {
+	o, key, err := d.parse()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "unknown option") {
+			v.errorf(at("defaults", key), "defaults: %v", err)
+		} else {
+			v.errorf(at("defaults", key), "defaults: %s: %v", key, err)
+		}
+		return
+	}
+	if _, err := setunion.ParseMechanism(string(o.Mechanism)); err != nil {
+		v.errorf(at("defaults", "mechanism"), "defaults: %v", err)
+		return
+	}
+	if err := o.Validate(); err != nil {
+		v.errorf(at("defaults"), "defaults: %v", err)
+	}
+}
 
 // TableDP are the DP options of a protected table's releases (a
 // dataset's dp: section) when neither the statement (SET_VAR hints,

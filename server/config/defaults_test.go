@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // dpConfig is validConfig with a numeric column and dp: sections.
@@ -69,5 +71,26 @@ func TestParseDPErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s → %s:\ngot  %v\nwant %q", c.old, c.new_, err, c.want)
 		}
+	}
+}
+
+// TestDefaultsSection: the defaults: section is parsed by the set-union
+// options' own parser (setunion.Options.Set), so it takes what
+// DP_SET_UNION's options string takes, alpha: default included.
+func TestDefaultsSection(t *testing.T) {
+	cfg := strings.Replace(validConfig, "data_dir: /var/lib/dpsql\n",
+		"data_dir: /var/lib/dpsql\ndefaults:\n  mechanism: Policy_Gaussian_L2\n  epsilon: 0.5\n  delta: 1e-7\n  max_items: 40\n  alpha: default\n  rounds: 2\n", 1)
+	c, err := Parse([]byte(cfg), "/etc/dpsql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Defaults.Options()
+	want := setunion.Defaults()
+	want.Mechanism, want.Epsilon, want.Delta, want.MaxItems, want.Rounds = setunion.PolicyGaussianL2, 0.5, 1e-7, 40, 2
+	if o.Mechanism != want.Mechanism || o.Epsilon != want.Epsilon || o.Delta != want.Delta || o.MaxItems != want.MaxItems || o.Alpha != nil || o.Rounds != want.Rounds {
+		t.Fatalf("defaults %+v, want %+v", o, want)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

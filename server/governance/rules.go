@@ -15,6 +15,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
+	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/planner"
@@ -179,7 +180,7 @@ func (g *Governor) checkSet(ctx *sql.Context, user string, e sql.Expression) err
 			strings.ReplaceAll(what, ", ", "/"), user, sv.Name)
 	}
 	name := strings.ToLower(sv.Name)
-	if name != functions.VarEpsilon && name != functions.VarDelta {
+	if name != dpvars.VarEpsilon && name != dpvars.VarDelta {
 		return nil
 	}
 	if hasSubquery(sf.RightChild) {
@@ -198,13 +199,13 @@ func (g *Governor) checkSet(ctx *sql.Context, user string, e sql.Expression) err
 		return nil
 	}
 	limit := capEps
-	if name == functions.VarDelta {
+	if name == dpvars.VarDelta {
 		limit = capDelta
 	}
 	if x > limit {
 		return mysql.NewSQLError(mysql.ERWrongValueForVar, mysql.SSClientError,
 			"Variable '%s' can't be set to the value of '%v': one release of analyst %q may use at most %s=%v on any database (per-release cap of the configuration); choose a smaller value",
-			name, v, user, map[string]string{functions.VarEpsilon: "ε", functions.VarDelta: "δ"}[name], limit)
+			name, v, user, map[string]string{dpvars.VarEpsilon: "ε", dpvars.VarDelta: "δ"}[name], limit)
 	}
 	return nil
 }

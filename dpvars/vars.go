@@ -1,4 +1,4 @@
-package functions
+package dpvars
 
 import (
 	"math"
@@ -29,7 +29,7 @@ const (
 // that refuses out-of-range values. Register them with RegisterSystemVariables
 // before any session is created.
 func SystemVariables() []sql.SystemVariable {
-	d := DefaultSetUnionParams()
+	d := DefaultSetUnion()
 	both := sql.GetMysqlScope(sql.SystemVariableScope_Both)
 	// The type bounds are wide on purpose: a value outside a type's bounds
 	// gets go-mysql-server's terse "can't be set" message, so the checks
@@ -39,37 +39,37 @@ func SystemVariables() []sql.SystemVariable {
 			Name: VarEpsilon, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemDoubleType(VarEpsilon, -math.MaxFloat64, math.MaxFloat64),
 			Default:       d.Epsilon,
-			NotifyChanged: check(VarEpsilon, func(p *SetUnionParams, v any) { p.Epsilon = asFloat(v) }),
+			NotifyChanged: check(VarEpsilon, func(o *setunion.Options, v any) { o.Epsilon = asFloat(v) }),
 		},
 		&sql.MysqlSystemVariable{
 			Name: VarDelta, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemDoubleType(VarDelta, -math.MaxFloat64, math.MaxFloat64),
 			Default:       d.Delta,
-			NotifyChanged: check(VarDelta, func(p *SetUnionParams, v any) { p.Delta = asFloat(v) }),
+			NotifyChanged: check(VarDelta, func(o *setunion.Options, v any) { o.Delta = asFloat(v) }),
 		},
 		&sql.MysqlSystemVariable{
 			Name: VarMaxItems, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemIntType(VarMaxItems, math.MinInt64, math.MaxInt64, false),
 			Default:       int64(d.MaxItems),
-			NotifyChanged: check(VarMaxItems, func(p *SetUnionParams, v any) { p.MaxItems = asInt(v) }),
+			NotifyChanged: check(VarMaxItems, func(o *setunion.Options, v any) { o.MaxItems = asInt(v) }),
 		},
 		&sql.MysqlSystemVariable{
 			Name: VarMechanism, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemStringType(VarMechanism),
-			Default:       d.Mechanism,
-			NotifyChanged: check(VarMechanism, func(p *SetUnionParams, v any) { p.Mechanism, _ = v.(string) }),
+			Default:       string(d.Mechanism),
+			NotifyChanged: check(VarMechanism, setMechanism),
 		},
 		&sql.MysqlSystemVariable{
 			Name: VarAlpha, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemDoubleType(VarAlpha, -math.MaxFloat64, math.MaxFloat64),
 			Default:       *d.Alpha,
-			NotifyChanged: check(VarAlpha, func(p *SetUnionParams, v any) { p.Alpha = setunion.Float(asFloat(v)) }),
+			NotifyChanged: check(VarAlpha, func(o *setunion.Options, v any) { o.Alpha = setunion.Float(asFloat(v)) }),
 		},
 		&sql.MysqlSystemVariable{
 			Name: VarRounds, Scope: both, Dynamic: true, SetVarHintApplies: true,
 			Type:          types.NewSystemIntType(VarRounds, math.MinInt64, math.MaxInt64, false),
 			Default:       int64(d.Rounds),
-			NotifyChanged: check(VarRounds, func(p *SetUnionParams, v any) { p.Rounds = asInt(v) }),
+			NotifyChanged: check(VarRounds, func(o *setunion.Options, v any) { o.Rounds = asInt(v) }),
 		},
 	}, append(append(aggregateVariables(), reuseVariables()...), unitVariables()...)...)
 }
@@ -89,15 +89,36 @@ func RegisterSystemVariables() {
 	})
 }
 
+// AssignGlobals makes o the global values of the set-union variables
+// (dp_mechanism, dp_epsilon, dp_delta, dp_max_items, dp_alpha, dp_rounds),
+// which every new session starts from: the governed server's
+// configured defaults. α nil (the mechanism's own) is
+// setunion.CutoffAlpha, the default of dp_alpha. Each value is checked as
+// SET GLOBAL would check it.
+func AssignGlobals(o setunion.Options) error {
+	alpha := setunion.CutoffAlpha
+	if o.Alpha != nil {
+		alpha = *o.Alpha
+	}
+	return sql.SystemVariables.AssignValues(map[string]any{
+		VarMechanism: string(o.Mechanism),
+		VarEpsilon:   o.Epsilon,
+		VarDelta:     o.Delta,
+		VarMaxItems:  int64(o.MaxItems),
+		VarAlpha:     alpha,
+		VarRounds:    int64(o.Rounds),
+	})
+}
+
 // check returns a NotifyChanged hook that validates a new value of one
 // variable on its own: the value is put into the defaults and the result
 // checked as DP_SET_UNION checks it, so a value is refused exactly when it
 // could never be used.
-func check(name string, set func(*SetUnionParams, any)) func(*sql.Context, sql.SystemVariableScope, sql.SystemVarValue) error {
+func check(name string, set func(*setunion.Options, any)) func(*sql.Context, sql.SystemVariableScope, sql.SystemVarValue) error {
 	return func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
-		p := DefaultSetUnionParams()
-		set(&p, v.Val)
-		if _, err := p.Options(); err != nil {
+		o := DefaultSetUnion()
+		set(&o, v.Val)
+		if _, err := CheckSetUnion(o); err != nil {
 			return wrongValue(name, v.Val, err)
 		}
 		return nil
@@ -108,6 +129,14 @@ func check(name string, set func(*SetUnionParams, any)) func(*sql.Context, sql.S
 func wrongValue(name string, v any, err error) error {
 	return mysql.NewSQLError(mysql.ERWrongValueForVar, mysql.SSClientError,
 		"Variable '%s' can't be set to the value of '%v': %s", name, v, strings.TrimPrefix(err.Error(), name+": "))
+}
+
+// setMechanism sets the mechanism from a dp_mechanism value (a name,
+// normalised by setunion.Options.Set; Validate reports an unknown one).
+func setMechanism(o *setunion.Options, v any) {
+	if s, ok := v.(string); ok {
+		_ = o.Set("mechanism", s) // never fails: the name is checked by Validate
+	}
 }
 
 func asFloat(v any) float64 {
@@ -148,8 +177,8 @@ func asInt(v any) int {
 // RegisterSystemVariables ran) falls back to its global value, and without
 // a session everything falls back to the defaults. A hint that cannot be
 // applied leaves the variable as it is; SessionHintsError reports it.
-func SessionParams(ctx *sql.Context) SetUnionParams {
-	p := DefaultSetUnionParams()
+func SessionParams(ctx *sql.Context) setunion.Options {
+	p := DefaultSetUnion()
 	get, _ := sessionVars(ctx)
 	if get == nil {
 		return p
@@ -164,9 +193,7 @@ func SessionParams(ctx *sql.Context) SetUnionParams {
 		p.MaxItems = asInt(v)
 	}
 	if v, ok := get(VarMechanism); ok {
-		if s, ok := v.(string); ok {
-			p.Mechanism = s
-		}
+		setMechanism(&p, v)
 	}
 	if v, ok := get(VarAlpha); ok {
 		p.Alpha = setunion.Float(asFloat(v))

@@ -1,4 +1,4 @@
-package functions
+package dpvars
 
 import (
 	"github.com/dolthub/go-mysql-server/sql"

@@ -1,4 +1,4 @@
-package functions
+package dpvars
 
 import (
 	"fmt"
@@ -76,7 +76,7 @@ func ParseBounds(s string) (lower, upper float64, err error) {
 // mechanism from dp_mechanism when it keeps one histogram (dp_sips
 // samples the keys afresh in each round, which the aggregates cannot share:
 // dpagg.DefaultSelectionMechanism then), the rest from a.
-func AggregateOptions(p SetUnionParams, a AggregateParams, kinds []dpagg.Kind) (dpagg.Options, error) {
+func AggregateOptions(p setunion.Options, a AggregateParams, kinds []dpagg.Kind) (dpagg.Options, error) {
 	o := dpagg.Defaults()
 	o.Epsilon, o.Delta = p.Epsilon, p.Delta
 	o.MaxGroupsContributed, o.MaxRowsPerGroup = a.MaxGroups, a.MaxRows
@@ -89,7 +89,7 @@ func AggregateOptions(p SetUnionParams, a AggregateParams, kinds []dpagg.Kind) (
 		}
 		o.Noise = n
 	}
-	if m, err := setunion.ParseMechanism(p.Mechanism); err == nil && m != setunion.DPSIPS {
+	if m, err := setunion.ParseMechanism(string(p.Mechanism)); err == nil && m != setunion.DPSIPS {
 		o.Mechanism = m
 		if p.Alpha != nil {
 			o.Alpha = setunion.Float(*p.Alpha)
@@ -132,7 +132,7 @@ func aggregateVariables() []sql.SystemVariable {
 					return wrongValue(name, v.Val, err)
 				}
 			}
-			o, err := AggregateOptions(DefaultSetUnionParams(), a, []dpagg.Kind{dpagg.CountRows})
+			o, err := AggregateOptions(DefaultSetUnion(), a, []dpagg.Kind{dpagg.CountRows})
 			if err == nil {
 				err = o.Validate()
 			}

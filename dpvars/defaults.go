@@ -1,4 +1,4 @@
-package functions
+package dpvars
 
 import (
 	"context"
@@ -85,6 +85,14 @@ func WithReleaseDefaults(ctx *sql.Context, d *TableDefaults, keyCols []string) *
 	if _, ok := ctx.Value(defaultsKey{}).(*configured); ok {
 		return ctx
 	}
+	return WithOwnDefaults(ctx, d, keyCols)
+}
+
+// WithOwnDefaults is WithReleaseDefaults for a part of a release that has
+// keys of its own (one DP_SET_UNION call of several, whose item is its
+// key) or for a release planned outside the planner (DP_NGRAMS): its
+// layer replaces any the context carries, and records its own origins.
+func WithOwnDefaults(ctx *sql.Context, d *TableDefaults, keyCols []string) *sql.Context {
 	c := &configured{vars: map[string]configuredValue{}, origins: map[string]string{}}
 	if d != nil {
 		for k, v := range d.Vars {
