@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -10,7 +11,9 @@ import (
 	"sync"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
 
+	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -276,4 +279,101 @@ func merge(parts []*rowGrouper) *rowGrouper {
 		*p = rowGrouper{} // let its memory go
 	}
 	return g
+}
+
+// columnBuild returns the build of the index of column keyCol, which
+// stops when ctx ends.
+func columnBuild(ctx context.Context, table sql.Table, db, tname, unitCol, keyCol string) (indexBuild, bool) {
+	sch := table.Schema()
+	ki := sch.IndexOfColName(keyCol)
+	if ki < 0 {
+		return nil, false
+	}
+	kc := sch[ki]
+	keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, tname, kc.Name, kc.Nullable)
+	return func() (any, int64, string, error) {
+		idx, err := buildIndex(sql.NewContext(ctx), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits())
+		if err != nil {
+			return nil, 0, "", err
+		}
+		return idx, idx.bytes, indexSummary(idx), nil
+	}, true
+}
+
+// buildIndex reads table once, as a release's scan with the one key
+// keyExpr (a column, or an expression evaluated under ctx's session and
+// lim) and no filter, and groups its pairs. With work, it records each
+// user's largest row work (Index.work).
+func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, keyExpr sql.Expression, lim sealed.Limits) (*Index, error) {
+	scan, err := NewScan(ctx, db, name, table, unitCol, Expr{}, []Expr{{E: keyExpr, Where: "index key"}}, lim)
+	if err != nil {
+		return nil, err
+	}
+	// The rows are grouped by a rowGrouper (indexbuild.go): the pairs,
+	// counts and first rows a setunion.Builder and a map of first rows
+	// would give, without a map per pair.
+	grp, err := groupRowsParallel(ctx, scan, func(g *rowGrouper, row *Row) {
+		v, ok := row.Key(0)
+		if !ok {
+			return // never for a column; as the release's scan does
+		}
+		var text []byte
+		if v != nil {
+			text, _ = row.KeyText(0)
+		}
+		g.item = keyItem(g.item[:0], v, text)
+		g.add(row.Unit(), g.item, v == nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	occ := int64(len(grp.us))
+	x := &Index{occ: occ, null: -1, nullOcc: grp.nullOcc}
+	nnOrder := grp.nnOrder
+	x.users, x.items, x.offs, x.ents, x.first = grp.group()
+	if x.nullOcc > 0 {
+		x.nnOrder = nnOrder
+		for i, it := range x.items {
+			if it == "\x00" {
+				x.null = i
+			}
+		}
+	}
+	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.first))*4 + int64(len(x.nnOrder))*4
+	for _, s := range x.users {
+		x.bytes += int64(len(s)) + 16
+	}
+	for _, s := range x.items {
+		x.bytes += int64(len(s)) + 16
+	}
+	x.views[DistinctView] = setunion.Grouped{Users: x.users, Items: x.items, Lists: x.lists(), Occurrences: x.occ}
+	x.bytes += int64(len(x.users)) * 24
+	same := x.null < 0 && !x.tagged()
+	if same {
+		x.views[ValueView] = x.views[DistinctView]
+	} else {
+		var vb int64
+		x.views[ValueView], vb = x.valueView()
+		x.bytes += vb
+	}
+	// Prepared once for every release (setunion.NewPreparedBuilder): 4 B
+	// a pair, 12 B an item and 8 B a user more per distinct view.
+	for v := range x.views {
+		if v == ValueView && same {
+			x.prepared[v] = x.prepared[DistinctView]
+			continue
+		}
+		p, err := setunion.Prepare(x.views[v])
+		if err != nil {
+			return nil, err
+		}
+		x.prepared[v] = p
+		g := x.views[v]
+		var pairs int
+		for _, l := range g.Lists {
+			pairs += len(l)
+		}
+		x.bytes += 4*int64(pairs) + 12*int64(len(g.Items)) + 8*int64(len(g.Users))
+	}
+	return x, nil
 }
