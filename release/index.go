@@ -85,8 +85,8 @@ import (
 // index over a table that stores its columns as codes reads the codes,
 // not the rows ("Building a column's index from codes", indexcodes.go:
 // about half a plain SELECT DISTINCT's CPU on git_python_ecosystem); an
-// expression's index reads the rows on all cores, as one scan, with 12
-// bytes per row more for the time of the build.
+// expression's index reads the rows on all cores, as one scan, with about
+// 20 bytes per row more for the time of the build.
 // Indexes bounds the total: columns' indexes and corpora share half of it
 // (one that does not fit is not kept and its releases scan); expressions'
 // indexes share the rest, divided among the accounts, and each reserves,

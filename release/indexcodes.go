@@ -3,7 +3,8 @@ package release
 import (
 	"errors"
 	"math"
-	"slices"
+	"runtime"
+	"sync"
 
 	"github.com/dolthub/go-mysql-server/sql"
 
@@ -32,8 +33,8 @@ import (
 // What it costs: two passes over the codes (one numbers units and items
 // and counts each unit's rows, one lays the rows out by unit), then
 // groupWords; besides the index, 12 bytes per row for the time of the
-// build (16 with a BIGINT column, coded on the call), and nothing per
-// pair but the index's own entries.
+// build (and 4 per row for each BIGINT column, coded on the call), and
+// nothing per pair but the index's own entries.
 
 // codedTable is a table that gives a column of every row as codes
 // (storage.Table.ColumnCodes): codes[r] is row r's code, codeNull for
@@ -76,11 +77,15 @@ func (s *Scan) groupCoded(ctx *sql.Context) (g *grouping, ok bool, err error) {
 	c := &coder{sctx: s.prog.NewEvaluator(ctx).Context(), uvals: uvals, kvals: kvals,
 		uid: make([]uint32, len(uvals)), iid: make([]uint32, len(kvals)+1),
 		unitText: NewTexter(s.prog.Type(s.unit)), keyText: NewTexter(s.prog.Type(s.keys[0]))}
-	start, err := c.number(ctx, ucodes, kcodes)
-	if err != nil {
+	chunks := 1
+	if len(ucodes) >= 1<<16 {
+		chunks = runtime.GOMAXPROCS(0)
+	}
+	if err := c.number(ctx, ucodes, kcodes, chunks); err != nil {
 		return nil, false, err
 	}
-	words := c.layOut(start, ucodes, kcodes)
+	start, from := c.offsets()
+	words := c.layOut(start, from, ucodes, kcodes)
 	g = &grouping{users: c.users.Strings(), items: c.items.Strings(), occ: int64(start[len(start)-1]),
 		nullOcc: c.nullOcc, nnOrder: c.nnOrder}
 	g.offs, g.ents, g.first = groupWords(start, words, len(g.items))
@@ -100,47 +105,77 @@ type coder struct {
 	nullOcc      int64
 	nnSeen       []bool
 	nnOrder      []uint32
-	rowsPerUser  []uint32
+	// counts holds, per chunk of rows (number), each user's recorded rows
+	// in it.
+	counts   [][]uint32
+	recorded []uint64 // per chunk, its recorded rows
 }
 
-// number reads the codes in row order, numbers units and items in order
-// of first recorded row, and returns start: unit u's rows will be
-// words[start[u]:start[u+1]] (layOut). It stops with ctx's error.
-func (c *coder) number(ctx *sql.Context, ucodes, kcodes []uint32) ([]uint32, error) {
-	for r, uc := range ucodes {
-		if r&(1<<16-1) == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+// number reads the codes in row order, in chunks consecutive ranges of
+// rows, numbers units and items in order of first recorded row, and
+// counts each unit's recorded rows per chunk. It stops with ctx's error.
+func (c *coder) number(ctx *sql.Context, ucodes, kcodes []uint32, chunks int) error {
+	c.counts, c.recorded = make([][]uint32, chunks), make([]uint64, chunks)
+	for ch := range chunks {
+		cnt := c.counts[ch]
+		for r := len(ucodes) * ch / chunks; r < len(ucodes)*(ch+1)/chunks; r++ {
+			if r&(1<<16-1) == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			uc := ucodes[r]
+			if uc == codeNull {
+				continue
+			}
+			u := c.uid[uc]
+			if u == 0 {
+				u = c.newUnit(uc)
+			}
+			if u == skipUnit {
+				continue
+			}
+			kc := kcodes[r]
+			if c.iid[c.keyAt(kc)] == 0 {
+				c.newItem(kc)
+			}
+			for int(u) > len(cnt) {
+				cnt = append(cnt, 0)
+			}
+			cnt[u-1]++
+			c.recorded[ch]++
+			if kc == codeNull {
+				c.nullOcc++
+			} else if !c.nnSeen[u-1] {
+				c.nnSeen[u-1] = true
+				c.nnOrder = append(c.nnOrder, u-1)
 			}
 		}
-		if uc == codeNull {
-			continue
-		}
-		u := c.uid[uc]
-		if u == 0 {
-			u = c.newUnit(uc)
-		}
-		if u == skipUnit {
-			continue
-		}
-		kc := kcodes[r]
-		if c.iid[c.keyAt(kc)] == 0 {
-			c.newItem(kc)
-		}
-		c.rowsPerUser[u-1]++
-		if kc == codeNull {
-			c.nullOcc++
-		} else if !c.nnSeen[u-1] {
-			c.nnSeen[u-1] = true
-			c.nnOrder = append(c.nnOrder, u-1)
-		}
+		c.counts[ch] = cnt
 	}
-	start := make([]uint32, len(c.rowsPerUser)+1)
-	for u, n := range c.rowsPerUser {
-		start[u+1] = start[u] + n
+	return nil
+}
+
+// offsets returns start (unit u's rows will be words[start[u]:start[u+1]])
+// and, per chunk, from: the chunk's first row's ordinal among the recorded
+// rows. It turns counts into each chunk's first position per unit.
+func (c *coder) offsets() (start []uint32, from []uint64) {
+	nu := int(c.users.Len())
+	start = make([]uint32, nu+1)
+	for u := range nu {
+		n := start[u]
+		for _, cnt := range c.counts {
+			if u < len(cnt) {
+				cnt[u], n = n, n+cnt[u] // the chunk's first position of unit u
+			}
+		}
+		start[u+1] = n
 	}
-	c.rowsPerUser = nil
-	return start, nil
+	from = make([]uint64, len(c.counts))
+	for ch := 1; ch < len(from); ch++ {
+		from[ch] = from[ch-1] + c.recorded[ch-1]
+	}
+	return start, from
 }
 
 // keyAt is the index in iid of key code kc.
@@ -160,8 +195,7 @@ func (c *coder) newUnit(uc uint32) uint32 {
 		return skipUnit
 	}
 	id, _ := c.users.ID(c.buf)
-	if int(id) == len(c.rowsPerUser) {
-		c.rowsPerUser = append(c.rowsPerUser, 0)
+	if int(id) == len(c.nnSeen) {
 		c.nnSeen = append(c.nnSeen, false)
 	}
 	c.uid[uc] = id + 1
@@ -191,22 +225,33 @@ func (c *coder) newItem(kc uint32) {
 
 // layOut returns the recorded rows laid out by unit (words[start[u]:
 // start[u+1]] are unit u's, in row order), each as item<<32 | its ordinal
-// among the recorded rows, for groupWords.
-func (c *coder) layOut(start []uint32, ucodes, kcodes []uint32) []uint64 {
-	pos := slices.Clone(start[:len(start)-1])
+// among the recorded rows, for groupWords: each chunk of number on a core
+// of its own, from its first positions per unit (offsets).
+func (c *coder) layOut(start []uint32, from []uint64, ucodes, kcodes []uint32) []uint64 {
 	words := make([]uint64, start[len(start)-1])
-	k := uint64(0)
-	for r, uc := range ucodes {
-		if uc == codeNull {
-			continue
-		}
-		u := c.uid[uc]
-		if u == skipUnit {
-			continue
-		}
-		words[pos[u-1]] = uint64(c.iid[c.keyAt(kcodes[r])]-1)<<32 | k
-		pos[u-1]++
-		k++
+	chunks := len(c.counts)
+	var wg sync.WaitGroup
+	for ch, pos := range c.counts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := from[ch]
+			for r := len(ucodes) * ch / chunks; r < len(ucodes)*(ch+1)/chunks; r++ {
+				uc := ucodes[r]
+				if uc == codeNull {
+					continue
+				}
+				u := c.uid[uc]
+				if u == skipUnit {
+					continue
+				}
+				words[pos[u-1]] = uint64(c.iid[c.keyAt(kcodes[r])]-1)<<32 | k
+				pos[u-1]++
+				k++
+			}
+		}()
 	}
+	wg.Wait()
+	c.counts = nil
 	return words
 }
