@@ -636,8 +636,9 @@ func (n *NGrams) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
 	return &ngramsIter{ngrams: run.ngrams}, nil
 }
 
-// extract resolves the call, charges a governed release, reads the table
-// and runs the extraction.
+// extract resolves the call and makes the release (release.Run): charge a
+// governed release (or reuse a stored one), read the table's text and
+// privacy-unit columns, run the extraction.
 func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 	call, err := n.resolve(ctx)
 	if err != nil {
@@ -658,57 +659,52 @@ func (n *NGrams) extract(ctx *sql.Context) ([]ngrams.NGram, error) {
 	if err != nil {
 		return nil, err
 	}
-	reuse := &release.Reuse{}
+	s := release.Steps{What: "DP_NGRAMS", Check: checkNgrams}
 	if charged {
-		// The charge is durable before any row is read; on error nothing
-		// is read or released. A release stored for reuse is returned
-		// instead, through the same rows (release.ChargeOrReuse).
-		if reuse, err = release.ChargeOrReuse(ctx, n.cfg.Governor, []release.Request{rel}); err != nil {
-			return nil, err
-		}
-		if reuse.Reused() {
-			return storedNgrams(reuse)
-		}
-		defer reuse.Done() // after Keep below, or on failure
+		s.Gov, s.Requests = n.cfg.Governor, []release.Request{rel}
 	}
-	// The table's corpus from the release index cache, when it has one;
-	// else read and tokenise the rows now. Either gives the same release.
-	if c, ok := scan.IndexedCorpus(ctx, n.cfg.Indexes); ok {
-		ex, err = ngrams.NewFromCorpus(call.opts, c)
-	} else {
-		err = scan.AddNgramRows(ctx, ex)
+	s.Read = func(ctx *sql.Context) error {
+		// The table's corpus from the release index cache, when it has
+		// one; else read and tokenise the rows now. Either gives the same
+		// release.
+		if c, ok := scan.IndexedCorpus(ctx, n.cfg.Indexes); ok {
+			fromCorpus, err := ngrams.NewFromCorpus(call.opts, c)
+			ex = fromCorpus
+			return err
+		}
+		return scan.AddNgramRows(ctx, ex)
 	}
+	s.Mechanism = func(ctx *sql.Context) (release.Released, error) {
+		res, err := ex.RunContext(ctx, n.cfg.rand())
+		if err != nil {
+			return release.Released{}, err
+		}
+		core := release.Released{Rows: make([]release.ReleasedRow, len(res.NGrams))}
+		for i, g := range res.NGrams {
+			core.Rows[i] = release.ReleasedRow{Key: g.Text, Values: []float64{float64(g.N)}}
+		}
+		return core, nil
+	}
+	core, err := release.Run(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	res, err := ex.RunContext(ctx, n.cfg.rand())
-	if err != nil {
-		return nil, err
-	}
-	core := release.Released{Rows: make([]release.ReleasedRow, len(res.NGrams))}
-	for i, g := range res.NGrams {
-		core.Rows[i] = release.ReleasedRow{Key: g.Text, Values: []float64{float64(g.N)}}
-	}
-	reuse.Keep(core)
-	return res.NGrams, nil
-}
-
-// storedNgrams decodes the n-grams of a reused release.
-func storedNgrams(u *release.Reuse) ([]ngrams.NGram, error) {
-	var core release.Released
-	err := core.UnmarshalBinary(u.Data)
 	out := make([]ngrams.NGram, len(core.Rows))
 	for i, r := range core.Rows {
-		if err != nil || len(r.Values) != 1 {
-			err = errors.New("wrong shape")
-			break
-		}
 		out[i] = ngrams.NGram{Text: r.Key, N: int(r.Values[0])}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("DP_NGRAMS: the stored release of audit record %d cannot be read (%v); SET dp_reuse = OFF for a new release", u.Seq, err)
-	}
 	return out, nil
+}
+
+// checkNgrams checks that a stored release is one of n-grams: one value,
+// the n, per released n-gram (release.Steps.Check).
+func checkNgrams(core release.Released) error {
+	for _, r := range core.Rows {
+		if len(r.Values) != 1 {
+			return release.ErrWrongShape
+		}
+	}
+	return nil
 }
 
 // ngramsScan compiles the scan of the call's table (release.NewNgramsScan).

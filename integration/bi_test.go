@@ -58,17 +58,7 @@ datasets:
         dp: {bounds: [0, 50]}
     privacy_unit: user_id
     dp: {epsilon: 2, delta: 1e-6}
-limits:
-  max_budget_delta: 0.5
-accounts:
-  admins:
-    - {user: admin, password_hash: '%s'}
-  analysts:
-    - user: analyst
-      password_hash: '%s'
-      budgets:
-        - {database: search, epsilon: 1000, delta: 1e-2}
-`, testserver.HashPassword(t, "mysql_native_password", adminPassword), testserver.HashPassword(t, "mysql_native_password", analystPassword))
+%s`, testserver.AccountsYAML(t, adminPassword, analystPassword, "search", 1000, 1e-2))
 	g := testserver.GovernedYAML(t, dir, cfg)
 	host, port := splitAddr(t, g.Addr())
 	return &govServer{Governed: g, name: "bi", db: "search",

@@ -366,17 +366,7 @@ datasets:
       - {name: item, type: VARCHAR(32)}
       - {name: note, type: TEXT}
     privacy_unit: user_id
-limits:
-  max_budget_delta: 0.5
-accounts:
-  admins:
-    - {user: admin, password_hash: '%s'}
-  analysts:
-    - user: analyst
-      password_hash: '%s'
-      budgets:
-        - {database: big, epsilon: 100, delta: 1e-3}
-`, bigTable(t), testserver.HashPassword(t, config.NativePassword, adminPassword), testserver.HashPassword(t, config.NativePassword, analystPassword))
+%s`, bigTable(t), testserver.AccountsYAML(t, adminPassword, analystPassword, "big", 100, 1e-3))
 	start := time.Now()
 	s := testserver.GovernedYAML(t, dir, cfg, server.GovernedOptions{ConnReadTimeout: readTimeout})
 	t.Logf("loaded %d rows in %v", bigRows, time.Since(start).Round(time.Millisecond))

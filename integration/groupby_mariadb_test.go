@@ -19,7 +19,6 @@ import (
 	"github.com/dpsql/dpsql/internal/testdb"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/internal/testserver"
-	"github.com/dpsql/dpsql/server/config"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 	"github.com/dpsql/dpsql/sqlext/tokenize"
 )
@@ -63,17 +62,7 @@ datasets:
       - {name: user_id, type: TEXT}
       - {name: word, type: TEXT}
     privacy_unit: user_id
-limits:
-  max_budget_delta: 0.5
-accounts:
-  admins:
-    - {user: admin, password_hash: '%s'}
-  analysts:
-    - user: analyst
-      password_hash: '%s'
-      budgets:
-        - {database: bench, epsilon: 1000000000, delta: 0.5}
-`, data, testserver.HashPassword(b, config.NativePassword, adminPassword), testserver.HashPassword(b, config.NativePassword, analystPassword))
+%s`, data, testserver.AccountsYAML(b, adminPassword, analystPassword, "bench", 1e9, 0.5))
 	g := testserver.GovernedYAML(b, dir, cfg)
 	select {
 	case <-g.IndexesPrebuilt():

@@ -13,7 +13,6 @@ import (
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/integration/replay"
 	"github.com/dpsql/dpsql/internal/testserver"
-	"github.com/dpsql/dpsql/server/config"
 )
 
 // Hostile data and hostile SQL, through the governed server as an analyst:
@@ -122,17 +121,7 @@ func startHostile(t *testing.T) (*govServer, *leakCheck) {
 	srv := testserver.GovernedYAML(t, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 data_dir: data
 datasets:
-%slimits:
-  max_budget_delta: 0.5
-accounts:
-  admins:
-    - {user: admin, password_hash: '%s'}
-  analysts:
-    - user: analyst
-      password_hash: '%s'
-      budgets:
-        - {database: hostile, epsilon: 10000, delta: 0.1}
-`, datasets.String(), testserver.HashPassword(t, config.NativePassword, adminPassword), testserver.HashPassword(t, config.NativePassword, analystPassword)))
+%s%s`, datasets.String(), testserver.AccountsYAML(t, adminPassword, analystPassword, "hostile", 10000, 0.1)))
 	host, port := splitAddr(t, srv.Addr())
 	s := &govServer{Governed: srv, name: "hostile", db: "hostile", dataDir: filepath.Join(dir, "data"),
 		analyst: clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "hostile"},

@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dpsql/dpsql/integration/clients"
 	"github.com/dpsql/dpsql/internal/testmysql"
+	"github.com/dpsql/dpsql/server/config"
 )
 
 // The hostile analyst of TestLoad: one more analyst in the mix, sending
@@ -94,6 +96,15 @@ type hostileLoad struct {
 	slowest    map[string]time.Duration
 	unexpected []string
 	done       chan struct{}
+
+	// bursts is incremented as a burst starts and as it ends: it is odd
+	// while one is under way.
+	bursts atomic.Uint64
+	// burstRefused counts the statements of the heavy loop refused with
+	// 1226 because they overlapped a burst, and sent again.
+	burstRefused int
+	// server is the server under attack (its process list).
+	server *govServer
 }
 
 func (h *hostileLoad) record(name string, o attackOutcome, err error) {
@@ -111,7 +122,7 @@ func (h *hostileLoad) record(name string, o attackOutcome, err error) {
 
 // startHostileLoad starts the hostile analyst on s until deadline.
 func startHostileLoad(t *testing.T, s *govServer, deadline time.Time) *hostileLoad {
-	h := &hostileLoad{answered: map[string]int{}, slowest: map[string]time.Duration{}, done: make(chan struct{})}
+	h := &hostileLoad{answered: map[string]int{}, slowest: map[string]time.Duration{}, done: make(chan struct{}), server: s}
 	target := s.analystAs(loadHostileUser, loadHostilePassword)
 	db, err := clients.OpenGo(target)
 	if err != nil {
@@ -166,7 +177,7 @@ func (h *hostileLoad) loop(db *dbsql.DB, deadline time.Time, attacks []loadAttac
 		switch {
 		case k >= 0:
 			a := attacks[k]
-			o := attackOnce(c, a.sql, loadExecutionTime+time.Minute)
+			o := h.attack(c, a)
 			h.record(a.name, o, a.want(o))
 			if o.err != nil && testmysql.ErrNo(o.err) == 0 {
 				c.Close()
@@ -180,10 +191,50 @@ func (h *hostileLoad) loop(db *dbsql.DB, deadline time.Time, attacks []loadAttac
 	}
 }
 
+// attack sends a on c. A burst fills the account's
+// max_statements_per_account on purpose, and the other loop runs meanwhile:
+// its statement (or the SHOW WARNINGS after it) may then be refused with
+// 1226, which is the limit working, not a wrong answer. Such a statement is
+// sent again. Any other answer counts, even while a burst is under way.
+func (h *hostileLoad) attack(c *dbsql.Conn, a loadAttack) attackOutcome {
+	for {
+		before := h.bursts.Load()
+		o, warnErr := attackOnceWarnings(c, a.sql, loadExecutionTime+time.Minute)
+		overlapped := before%2 == 1 || h.bursts.Load() != before
+		capped := refused(1226, "limits.max_statements_per_account")
+		if !overlapped || (capped(o) != nil && (warnErr == nil || capped(attackOutcome{err: warnErr}) != nil)) {
+			return o
+		}
+		h.mu.Lock()
+		h.burstRefused++
+		h.mu.Unlock()
+	}
+}
+
+// attackOnceWarnings is attackOnce that also returns the error of its SHOW
+// WARNINGS (attackOnce leaves the warnings out then).
+func attackOnceWarnings(c *dbsql.Conn, q string, clientBound time.Duration) (attackOutcome, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), clientBound)
+	defer cancel()
+	start := time.Now()
+	res, err := queryAll(ctx, c, q)
+	o := attackOutcome{took: time.Since(start), err: err, res: res}
+	if err != nil {
+		return o, nil
+	}
+	w, err := queryAll(ctx, c, "SHOW WARNINGS")
+	if err == nil {
+		o.warnings = w.Cells()
+	}
+	return o, err
+}
+
 // burst sends loadHostileBurst statements at once on as many connections:
 // those beyond max_statements_per_account must get 1226 naming the
 // setting, the others their answer.
 func (h *hostileLoad) burst(db *dbsql.DB) {
+	h.bursts.Add(1)
+	defer h.bursts.Add(1)
 	var wg sync.WaitGroup
 	outs := make([]attackOutcome, loadHostileBurst)
 	for i := range outs {
@@ -220,7 +271,14 @@ func (h *hostileLoad) burst(db *dbsql.DB) {
 	h.record("burst", outs[0], nil)
 }
 
-// disconnect starts the slow release and goes away after 300 ms.
+// disconnect starts the slow release, goes away after 300 ms and waits
+// for the server to end the abandoned statement (it notices the closed
+// connection within server.peerPoll, or stops it at max_execution_time):
+// the abandoned statement holds one of the account's
+// max_statements_per_account until then, and without the wait the rounds
+// of a fast machine piled them up until the hostile analyst's own
+// statements were refused with 1226. The answer is the time the server
+// took.
 func (h *hostileLoad) disconnect(db *dbsql.DB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	c, err := db.Conn(ctx)
@@ -229,9 +287,34 @@ func (h *hostileLoad) disconnect(db *dbsql.DB) {
 		h.record("disconnect", attackOutcome{}, err)
 		return
 	}
+	var id uint32
+	if err := c.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		c.Close()
+		h.record("disconnect", attackOutcome{err: err}, err)
+		return
+	}
 	o := attackOnce(c, loadSlowRelease, 300*time.Millisecond)
 	c.Close()
+	start := time.Now()
+	for h.connectionOpen(id) {
+		if time.Since(start) > loadExecutionTime+10*time.Second {
+			h.record("disconnect", o, fmt.Errorf("connection %d still open on the server %v after its client went away", id, time.Since(start).Round(time.Millisecond)))
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	o.took += time.Since(start)
 	h.record("disconnect", o, nil)
+}
+
+// connectionOpen reports whether the server still has connection id.
+func (h *hostileLoad) connectionOpen(id uint32) bool {
+	for _, p := range h.server.Engine().ProcessList.Processes() {
+		if p.Connection == id {
+			return true
+		}
+	}
+	return false
 }
 
 // wait waits for the loop to end and for the server to end the hostile
@@ -261,7 +344,7 @@ func (h *hostileLoad) wait(t *testing.T, s *govServer) {
 		total += h.answered[n]
 		fmt.Fprintf(&b, "| %s | %d | %v |\n", n, h.answered[n], h.slowest[n].Round(time.Millisecond))
 	}
-	fmt.Fprintf(&b, "%d attacks answered as expected, %d otherwise", total, len(h.unexpected))
+	fmt.Fprintf(&b, "%d attacks answered as expected, %d otherwise; %d statements of the heavy loop refused with 1226 during a burst and sent again", total, len(h.unexpected), h.burstRefused)
 	t.Log("hostile analyst:\n" + b.String())
 	for _, u := range h.unexpected {
 		t.Errorf("hostile analyst: %s", u)
@@ -281,4 +364,45 @@ func hostileProcesses(s *govServer) int {
 		}
 	}
 	return n
+}
+
+// TestStatementSlotFreedBeforeAnswer checks the accounting of
+// limits.max_statements_per_account that the hostile analyst of TestLoad
+// relies on: a statement's slot is free by the time its client has the
+// whole answer (the interceptor leaves before the end of the result set is
+// written), so statements one after the other, on different connections of
+// one account, are never refused with 1226 at a cap of 1 — for text
+// statements, prepared ones, and answers of many packets.
+func TestStatementSlotFreedBeforeAnswer(t *testing.T) {
+	s := startDemoLimits(t, func(l *config.Limits) { l.MaxStatementsPerAccount = 1 })
+	db := openGo(t, s.analyst)
+	ctx := context.Background()
+	var conns [2]*dbsql.Conn
+	for i := range conns {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	stmts := []struct {
+		q    string
+		args []any
+	}{
+		{"SELECT 1", nil},
+		{"SELECT ?", []any{2}},
+		{"SELECT * FROM information_schema.columns", nil},
+		{"SELECT * FROM DP_BUDGET()", nil},
+	}
+	for i := range 200 {
+		st := stmts[i%len(stmts)]
+		rows, err := conns[i%2].QueryContext(ctx, st.q, st.args...)
+		if err == nil {
+			_, err = clients.ScanRows(rows)
+		}
+		if err != nil {
+			t.Fatalf("statement %d (%s), the previous one answered: %v", i, st.q, err)
+		}
+	}
 }

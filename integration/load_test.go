@@ -53,6 +53,11 @@ func startLoadProfile(t *testing.T) func() {
 	}
 }
 
+// EnvLoadWarmAccounts set to 0 leaves the building of every analyst's
+// own expression index but the first's in TestLoad's timed load (as
+// before 26 November 2026), for comparing with earlier figures.
+const EnvLoadWarmAccounts = "DPSQL_LOAD_WARM_ACCOUNTS"
+
 // EnvLoadIndex set to 0 runs TestLoad without release indexes
 // (limits.release_index_bytes = -1), for a before/after comparison.
 const EnvLoadIndex = "DPSQL_LOAD_INDEX"
@@ -229,6 +234,23 @@ func TestLoad(t *testing.T) {
 		t.Logf("first release (builds its release index when indexes are on): %v: %s", time.Since(warmStart).Round(time.Millisecond), q)
 	}
 	warm.Close()
+	// Expressions' release indexes are per account (docs/privacy.md
+	// §12.2): every other analyst's first DP_SET_UNION builds its own
+	// (about 0.1 s of CPU each on the demo, a quarter of the CPU of a
+	// 15-second run at load average 18). One such release each, charged
+	// to that analyst, keeps the builds out of the steady state measured;
+	// DPSQL_LOAD_WARM_ACCOUNTS=0 leaves them in the load, as before.
+	warmed := map[string]int64{analysts[0].name: int64(len(warmups))}
+	if os.Getenv(EnvLoadWarmAccounts) != "0" {
+		for _, a := range analysts[1:] {
+			db := openGo(t, s.analystAs(a.name, a.password))
+			if _, err := db.Exec(warmups[1]); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			warmed[a.name]++
+		}
+	}
 	time.Sleep(200 * time.Millisecond)
 	goroutines0, heap0, index0 := runtime.NumGoroutine(), heapAfterGC(), s.ReleaseIndexBytes()
 
@@ -236,7 +258,7 @@ func TestLoad(t *testing.T) {
 	var leakMu sync.Mutex
 	leaked := 0
 	deadline := time.Now().Add(duration)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	stopProfile := startLoadProfile(t)
 	var hostile *hostileLoad
 	if loadHostileOn() {
@@ -296,7 +318,7 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	stopProfile()
 	if hostile != nil {
 		hostile.wait(t, s)
@@ -330,8 +352,13 @@ func TestLoad(t *testing.T) {
 	for _, n := range stats.refusals {
 		refusals += n
 	}
-	fmt.Fprintf(&b, "%d statements (%.1f/s), %d releases (%.1f/s), %d budget refusals, %d other errors",
+	fmt.Fprintf(&b, "%d statements (%.1f/s), %d releases (%.1f/s), %d budget refusals, %d other errors\n",
 		total, float64(total)/elapsed.Seconds(), releases, float64(releases)/elapsed.Seconds(), refusals, len(stats.errors))
+	// The server, the clients and the hostile analyst share the process:
+	// its CPU time per release is what the load costs whatever share of
+	// the cores it gets on a busy machine.
+	fmt.Fprintf(&b, "process CPU %.2f s (%.0f%% of a core), %.1f ms per release", cpu.Seconds(),
+		100*cpu.Seconds()/elapsed.Seconds(), float64(cpu.Milliseconds())/float64(max(releases, 1)))
 	t.Log("load:\n" + b.String())
 
 	if stats.connected != loadBigAnalysts*loadConnsPerAnalyst+2*loadSmallAnalysts {
@@ -345,9 +372,7 @@ func TestLoad(t *testing.T) {
 	}
 	for _, a := range analysts {
 		bal := ledgerBalance(t, s.Ledger(), a.name, "demo")
-		if a.name == analysts[0].name {
-			stats.released[a.name] += int64(len(warmups))
-		}
+		stats.released[a.name] += warmed[a.name]
 		if bal.Releases != stats.released[a.name] {
 			t.Errorf("%s: the ledger charged %d releases, the clients received %d", a.name, bal.Releases, stats.released[a.name])
 		}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
@@ -9,19 +10,13 @@ import (
 
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
-	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
-// runAggregates scans the release's rows into pipe and releases: one pass,
-// or two when the release chooses clamping bounds privately (the first
-// pass feeds the choice, which fixes how the second clamps). It tells the
-// analyst, in a Note, which bounds were chosen privately (a DP output).
-func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.Result, error) {
-	rng := r.rnd
-	if rng == nil {
-		rng = securerand.New
-	}
-	rand := rng()
+// readAggregates scans the release's rows into pipe: one pass, or two
+// when the release chooses clamping bounds privately (the first pass feeds
+// the choice, drawn from rand, which fixes how the second clamps). The
+// release itself is aggregateSteps' mechanism, with the same rand.
+func (r *Release) readAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, rand *rand.Rand) error {
 	// A GROUP BY whose aggregates read its one key column alone takes its
 	// pairs from the release index (groupindex.go): the same state, so the
 	// same release.
@@ -36,29 +31,18 @@ func (r *Release) runAggregates(ctx *sql.Context, pipe *dpagg.Pipeline) (*dpagg.
 			})
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := pipe.ChooseValueBounds(rand); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	var err error
 	if indexed {
-		err = pipe.AddGrouped(g)
-	} else {
-		err = r.scanAggregateRows(ctx, func(key []byte, row *release.Row, vals []dpagg.Value) {
-			_ = pipe.Add(row.Unit(), key, vals)
-		})
+		return pipe.AddGrouped(g)
 	}
-	if err != nil {
-		return nil, err
-	}
-	res, err := pipe.ReleaseContext(ctx, rand)
-	if err != nil {
-		return nil, err
-	}
-	r.noteChosen(ctx, pipe, res)
-	return res, nil
+	return r.scanAggregateRows(ctx, func(key []byte, row *release.Row, vals []dpagg.Value) {
+		_ = pipe.Add(row.Unit(), key, vals)
+	})
 }
 
 // noteChosen tells the analyst, in a Note, which bounds the release chose

@@ -182,7 +182,7 @@ func retypeFloats(n sql.Node, fo floatOutputs) (sql.Node, error) {
 // calibration, so it reveals nothing more than the release.
 func (r *Release) noteNoKey(ctx *sql.Context) {
 	var cal setunion.Calibration
-	atLeast := "" // Δ0 chosen privately, but the value is not known here
+	orMore := "" // Δ0 chosen privately, but the value is not known here
 	switch {
 	case r.mode == aggregateRows && r.aggPlan.Global:
 		return // one row, always
@@ -195,7 +195,7 @@ func (r *Release) noteNoKey(ctx *sql.Context) {
 	case r.mode == aggregateRows:
 		cal = r.aggPlan.Selection
 		if b := r.aggPlan.Bounds; b != nil && b.Groups {
-			atLeast = "at least "
+			orMore = " or more"
 		}
 	default:
 		c, err := setunion.Calibrate(r.opts)
@@ -209,7 +209,7 @@ func (r *Release) noteNoKey(ctx *sql.Context) {
 		return
 	}
 	ctx.Session.Warn(&sql.Warning{Level: "Note", Code: mysql.ERUnknownError, Message: fmt.Sprintf(
-		"private release on %s.%s released no key: with key selection by %s at ε=%g, δ=%g a key needs about %s%d users to be released with probability ½; "+
+		"private release on %s.%s released no key: with key selection by %s at ε=%g, δ=%g a key needs about %d%s users to be released with probability ½; "+
 			"an empty result does not mean that no rows match. Raise dp_epsilon or group by coarser keys",
-		r.db, r.name, cal.Mechanism, cal.Epsilon, cal.Delta, atLeast, n)})
+		r.db, r.name, cal.Mechanism, cal.Epsilon, cal.Delta, n, orMore)})
 }

@@ -1,23 +1,17 @@
 package planner_test
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testengine"
 )
 
 // TestGlobalAggregates: aggregates without GROUP BY release one noisy row,
 // with no key selection, with and without WHERE, under aliases, in a
 // scalar subquery, and even when no row matches; charged once.
 func TestGlobalAggregates(t *testing.T) {
-	num := func(v any) float64 {
-		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-		if err != nil {
-			t.Fatalf("not a number: %v (%T)", v, v)
-		}
-		return f
-	}
+	num := func(v any) float64 { return testengine.Float(t, v) }
 	gov := &fakeGov{budget: 1000}
 	e := newPolicyEngine(t, gov)
 	// 300 users; 750 rows (2 per user, plus "even" for 150 users); g = u % 3.

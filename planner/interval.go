@@ -2,6 +2,7 @@ package planner
 
 import (
 	"math"
+	"slices"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
@@ -158,4 +159,105 @@ func (p *policy) intervalGroupBy(ctx *sql.Context, proj *plan.Project) (*Release
 		exprs[i] = x
 	}
 	return p.groupByAs(ctx, plan.NewGroupBy(exprs, g.GroupByExprs, g.Child), proj.Schema(), proj.Projections, false)
+}
+
+// hoistIntervalSorts rewrites the two plans go-mysql-server builds for
+// DP_INTERVAL_LOW/HIGH calls under an ORDER BY, so that the calls sit in a
+// Project directly over the GroupBy, as intervalGroupBys expects:
+//
+//   - ORDER BY a column of the GroupBy (a key, or an aggregate written
+//     again): Project(P, Sort(S, GroupBy)) becomes Sort(S', Project(P,
+//     GroupBy)), S' naming the same columns among P's outputs; a Project
+//     computes row by row, so sorting before or after it is the same.
+//   - ORDER BY an alias: Project(P, Sort(S, Project(P', GroupBy))), where
+//     P' already computes every column of P; P's interval calls (which
+//     would otherwise be evaluated again, as scalars, above the release)
+//     become references to P”s columns of the same id.
+//
+// A plan that does not fit (a sort key that is not an output) is left as
+// it is, and the interval call is refused as before.
+func hoistIntervalSorts(n sql.Node) sql.Node {
+	out, _, err := transform.Node(n, func(n sql.Node) (sql.Node, transform.TreeIdentity, error) {
+		proj, ok := n.(*plan.Project)
+		if !ok || !hasInterval(proj.Projections) {
+			return n, transform.SameTree, nil
+		}
+		s, ok := proj.Child.(*plan.Sort)
+		if !ok {
+			return n, transform.SameTree, nil
+		}
+		switch c := s.Child.(type) {
+		case *plan.GroupBy:
+			return sortOverProjection(proj, s, c)
+		case *plan.Project:
+			if _, ok := c.Child.(*plan.GroupBy); ok && hasInterval(c.Projections) {
+				return projectionOfInner(proj, c)
+			}
+		}
+		return n, transform.SameTree, nil
+	})
+	if err != nil {
+		return n
+	}
+	return out
+}
+
+// sortOverProjection returns Sort(S', Project(P, g)) for Project(P,
+// Sort(S, g)), or proj unchanged when a sort key is not one of P's
+// outputs.
+func sortOverProjection(proj *plan.Project, s *plan.Sort, g *plan.GroupBy) (sql.Node, transform.TreeIdentity, error) {
+	inner := plan.NewProject(proj.Projections, g)
+	schema := inner.Schema()
+	fields := make(sql.SortFields, len(s.SortFields))
+	for k, f := range s.SortFields {
+		i := outputOf(proj.Projections, f.Column)
+		if i < 0 {
+			return proj, transform.SameTree, nil
+		}
+		fields[k] = sql.SortField{Column: columnRef(i, exprID(proj.Projections[i]), schema[i]), Order: f.Order, NullOrdering: f.NullOrdering}
+	}
+	return plan.NewSort(fields, inner), transform.NewTree, nil
+}
+
+// projectionOfInner replaces proj's expressions that call an interval
+// function by references to inner's column of the same id (proj unchanged
+// when one has none).
+func projectionOfInner(proj, inner *plan.Project) (sql.Node, transform.TreeIdentity, error) {
+	schema := inner.Schema()
+	exprs := slices.Clone(proj.Projections)
+	for i, e := range exprs {
+		if !hasInterval([]sql.Expression{e}) {
+			continue
+		}
+		k := slices.IndexFunc(inner.Projections, func(x sql.Expression) bool {
+			return exprID(x) != 0 && exprID(x) == exprID(e)
+		})
+		if k < 0 {
+			return proj, transform.SameTree, nil
+		}
+		exprs[i] = columnRef(k, exprID(e), schema[k])
+	}
+	return plan.NewProject(exprs, proj.Child), transform.NewTree, nil
+}
+
+// outputOf returns the index of the projection that outputs col (a column
+// reference of the same id, or the same expression), or -1.
+func outputOf(projections []sql.Expression, col sql.Expression) int {
+	for i, p := range projections {
+		if id := exprID(col); id != 0 && (id == exprID(p) || id == exprID(unalias(p))) {
+			return i
+		}
+		if sameExpr(unalias(p), unalias(col)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// exprID is e's column id, 0 when it has none.
+func exprID(e sql.Expression) sql.ColumnId {
+	if ie, ok := e.(sql.IdExpression); ok {
+		return ie.Id()
+	}
+	return 0
 }

@@ -1,10 +1,10 @@
 package planner_test
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testengine"
 )
 
 // TestIntervalFunctions: DP_INTERVAL_LOW/HIGH(agg) next to the aggregate,
@@ -12,13 +12,7 @@ import (
 // SUM and AVG (NULL for a variance); one release, charged once; the
 // functions refused where there is no DP aggregate.
 func TestIntervalFunctions(t *testing.T) {
-	num := func(v any) float64 {
-		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-		if err != nil {
-			t.Fatalf("not a number: %v (%T)", v, v)
-		}
-		return f
-	}
+	num := func(v any) float64 { return testengine.Float(t, v) }
 	gov := &fakeGov{budget: 1000}
 	e := newPolicyEngine(t, gov)
 	for _, c := range []struct {

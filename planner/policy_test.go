@@ -202,16 +202,7 @@ func TestAnalystReleases(t *testing.T) {
 		gov := &fakeGov{budget: 100}
 		e := newPolicyEngine(t, gov)
 		rows, err := query(t, e, "analyst", c.q)
-		if err != nil {
-			t.Errorf("%s: %v", c.q, err)
-			continue
-		}
-		if got := flat(rows); got != c.want {
-			t.Errorf("%s: got %q, want %q", c.q, got, c.want)
-		}
-		if len(gov.charged) != c.charges {
-			t.Errorf("%s: %d charges, want %d", c.q, len(gov.charged), c.charges)
-		}
+		answeredCharged(t, gov, c.q, rows, err, c.want, c.charges)
 		for _, ch := range gov.charged {
 			if ch.Database != "mydb" || ch.Table != "visits" || ch.Epsilon <= 0 || ch.Query != c.q {
 				t.Errorf("%s: charge %+v", c.q, ch)

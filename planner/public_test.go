@@ -139,16 +139,7 @@ func TestPublicLookups(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		rows, err := query(t, e, "analyst", c.q)
-		if err != nil {
-			t.Errorf("%s: %v", c.q, err)
-			continue
-		}
-		if got := flat(rows); got != c.want {
-			t.Errorf("%s: got %q, want %q", c.q, got, c.want)
-		}
-		if len(gov.charged) != 1 {
-			t.Errorf("%s: %d charges, want 1", c.q, len(gov.charged))
-		}
+		answeredCharged(t, &gov.fakeGov, c.q, rows, err, c.want, 1)
 	}
 }
 
@@ -188,17 +179,7 @@ func TestPublicLookupRefusals(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		_, err := query(t, e, "analyst", c.q)
-		var se *mysql.SQLError
-		if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
-			t.Errorf("%s: got %v, want error 1142", c.q, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want it to say %q", c.q, err, c.want)
-		}
-		if len(gov.charged) != 0 {
-			t.Errorf("%s: charged %d", c.q, len(gov.charged))
-		}
+		refusedUncharged(t, &gov.fakeGov, c.q, err, c.want)
 	}
 }
 
@@ -257,16 +238,7 @@ func TestPublicJoins(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		rows, err := query(t, e, "analyst", c.q)
-		if err != nil {
-			t.Errorf("%s: %v", c.q, err)
-			continue
-		}
-		if got := flat(rows); got != c.want {
-			t.Errorf("%s: got %q, want %q", c.q, got, c.want)
-		}
-		if len(gov.charged) != 1 {
-			t.Errorf("%s: %d charges, want 1", c.q, len(gov.charged))
-		}
+		answeredCharged(t, &gov.fakeGov, c.q, rows, err, c.want, 1)
 	}
 	// Aggregates count joined rows, one per matching protected row: the
 	// same release (same seed) as the equivalent filter over T alone.
@@ -313,17 +285,7 @@ func TestPublicJoinRefusals(t *testing.T) {
 		gov := &publicGov{fakeGov{budget: 100}}
 		e := newPublicEngine(t, gov)
 		_, err := query(t, e, "analyst", c.q)
-		var se *mysql.SQLError
-		if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
-			t.Errorf("%s: got %v, want error 1142", c.q, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want it to say %q", c.q, err, c.want)
-		}
-		if len(gov.charged) != 0 {
-			t.Errorf("%s: charged %d", c.q, len(gov.charged))
-		}
+		refusedUncharged(t, &gov.fakeGov, c.q, err, c.want)
 	}
 	// A join key that repeats among the public rows read: refused when the
 	// public side is read, before the charge.

@@ -1,14 +1,10 @@
 package planner_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/dolthub/go-mysql-server/sql"
-	"github.com/dolthub/vitess/go/mysql"
-
-	"github.com/dpsql/dpsql/release"
 )
 
 // TestPublicKeysGroupBy: a GROUP BY over the keys of a public table
@@ -92,17 +88,7 @@ func TestPublicKeysRefusals(t *testing.T) {
 	for _, c := range cases {
 		gov := &publicGov{fakeGov{budget: 100}}
 		_, err := query(t, newPublicEngine(t, gov), "analyst", c.q)
-		var se *mysql.SQLError
-		if !errors.As(err, &se) || se.Num != release.ERTableAccessDenied {
-			t.Errorf("%s: got %v, want error 1142", c.q, err)
-			continue
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want it to say %q", c.q, err, c.want)
-		}
-		if len(gov.charged) != 0 {
-			t.Errorf("%s: charged %d", c.q, len(gov.charged))
-		}
+		refusedUncharged(t, &gov.fakeGov, c.q, err, c.want)
 	}
 }
 

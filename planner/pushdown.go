@@ -20,9 +20,10 @@ package planner
 // of the configured schema, with the literals bound as parameters: no text
 // of the analyst reaches the database.
 //
-// Order of the charge. A push-down release first looks for a stored
-// release to reuse (release.ReuseOrDefer, which charges nothing), then
-// reads the source completely, then charges, then runs the mechanism. A
+// Order of the charge (release.Run with Steps.ReadFirst). A push-down
+// release first looks for a stored release to reuse (release.ReuseOrDefer,
+// which charges nothing), then reads the source completely, then charges,
+// then runs the mechanism. A
 // source that fails charges nothing and gives the analyst a generic error
 // (the source's message, which could quote a value, goes to the log). A
 // read stopped by the analyst's own limits (max_execution_time, KILL, a
@@ -43,7 +44,6 @@ import (
 	"github.com/dpsql/dpsql/release"
 	"github.com/dpsql/dpsql/release/pushdown"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
-	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -362,48 +362,29 @@ type pushFailed struct{ err error }
 
 func (e pushFailed) Error() string { return e.err.Error() }
 
-// pushRead reads the source, then charges: the steps of a push-down
-// release before its mechanism (see the file's comment). u is the new
-// release (ended by the caller's flight); reused reports an answer from a
-// stored release, in stored.
-func (r *Release) pushRead(ctx *sql.Context, flight **release.Reuse, qs []pushdown.Query, fn func(int, *pushdown.Row) error) (u *release.Reuse, stored release.Released, err error) {
-	u, charge, err := release.ReuseOrDefer(ctx, r.gov, r.requests(ctx))
-	if err != nil {
-		return nil, stored, err
+// pushSourceFailed is what the analyst is told when the source failed (not
+// stopped by the analyst's limits; release.Steps.ReadFailed): a
+// callback's error (pushFailed) as it is, otherwise a generic error, the
+// source's own message going to the operator's log. Nothing is charged.
+func (r *Release) pushSourceFailed(err error) error {
+	if failed := (pushFailed{}); errors.As(err, &failed) {
+		return failed.err // the mechanism's own error, not the source's
 	}
-	if u.Reused() {
-		stored, err = r.stored(u)
-		return u, stored, err
+	if r.push.logf != nil {
+		r.push.logf("ERROR push-down release on %s.%s failed, nothing charged: %v", r.db, r.name, err)
 	}
-	*flight = u
-	if err := r.push.src.Read(ctx, qs, fn); err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			// Stopped by the analyst's own limits: charged, as a
-			// scanning release is before its scan.
-			if err := charge(); err != nil {
-				return nil, stored, err
-			}
-			return nil, stored, cerr
-		}
-		if failed := (pushFailed{}); errors.As(err, &failed) {
-			return nil, stored, failed.err // the mechanism's own error, not the source's
-		}
-		if r.push.logf != nil {
-			r.push.logf("ERROR push-down release on %s.%s failed, nothing charged: %v", r.db, r.name, err)
-		}
-		return nil, stored, release.ErrPushdownSource(r.db, r.name)
-	}
-	return u, stored, charge()
+	return release.ErrPushdownSource(r.db, r.name)
 }
 
-// pushSets is releaseSets for a push-down release.
-func (r *Release) pushSets(ctx *sql.Context, builders []*setunion.Builder, flight **release.Reuse) (release.Released, *release.Reuse, error) {
+// pushSetsRead is readSets for a push-down release: the source's groups
+// added to the builders with their row counts.
+func (r *Release) pushSetsRead(builders []*setunion.Builder) func(*sql.Context) error {
 	texts := make([]*pushTexts, len(builders))
 	for i := range builders {
 		texts[i] = newPushTexts(r.push.unitType, r.push.groupTypes[i])
 	}
 	var kbuf []byte
-	u, stored, err := r.pushRead(ctx, flight, r.push.qs, func(qi int, row *pushdown.Row) error {
+	add := func(qi int, row *pushdown.Row) error {
 		t, b := texts[qi], builders[qi]
 		unit := t.unitText(row.Unit)
 		if len(unit) == 0 {
@@ -422,43 +403,22 @@ func (r *Release) pushSets(ctx *sql.Context, builders []*setunion.Builder, fligh
 		uid, _ := b.UserID(unit)
 		b.AddIDCount(uid, item, row.Count)
 		return nil
-	})
-	if err != nil || u.Reused() {
-		return stored, u, err
 	}
-	rng := r.rnd
-	if rng == nil {
-		rng = securerand.New
-	}
-	core := release.Released{Sets: make([][]string, len(builders))}
-	for i, b := range builders {
-		res, err := b.ReleaseContext(ctx, rng())
-		if err != nil {
-			return release.Released{}, nil, err
-		}
-		core.Sets[i] = res.Items
-	}
-	return core, u, nil
+	return func(ctx *sql.Context) error { return r.push.src.Read(ctx, r.push.qs, add) }
 }
 
-// pushAggregates is releaseAggregates for a push-down release: the same
-// passes as runAggregates (a first one when the clamping bounds are
-// chosen privately), read from one snapshot of the source.
-func (r *Release) pushAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, flight **release.Reuse) (release.Released, *release.Reuse, error) {
-	rng := r.rnd
-	if rng == nil {
-		rng = securerand.New
-	}
-	rand := rng()
+// pushAggregateSteps are aggregateSteps' read and mechanism for a
+// push-down release: the same passes as readAggregates (a first one when
+// the clamping bounds are chosen privately), read from one snapshot of the
+// source, and the same release.
+func (r *Release) pushAggregateSteps(pipe *dpagg.Pipeline) (read func(*sql.Context) error, mechanism func(*sql.Context) (release.Released, error)) {
+	rand := r.newRand()
 	q := r.push.qs[0]
 	qs := []pushdown.Query{q}
 	twoPass := pipe.NeedsValuePass()
 	if twoPass {
 		qs = append(qs, q)
 	}
-	t := newPushTexts(r.push.unitType, r.push.groupTypes[0])
-	vals := make([]dpagg.Value, len(r.aggValue))
-	var kbuf []byte
 	chosen := !twoPass
 	choose := func() error {
 		chosen = true
@@ -467,15 +427,40 @@ func (r *Release) pushAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, flight 
 		}
 		return nil
 	}
-	u, stored, err := r.pushRead(ctx, flight, qs, func(qi int, row *pushdown.Row) error {
-		if qi == 1 && !chosen {
+	add := r.pushAggregateRow(pipe, twoPass)
+	read = func(ctx *sql.Context) error {
+		return r.push.src.Read(ctx, qs, func(qi int, row *pushdown.Row) error {
+			if qi == 1 && !chosen {
+				if err := choose(); err != nil {
+					return err
+				}
+			}
+			add(qi, row)
+			return nil
+		})
+	}
+	mechanism = func(ctx *sql.Context) (release.Released, error) {
+		if !chosen {
 			if err := choose(); err != nil {
-				return err
+				return release.Released{}, err
 			}
 		}
+		// With the intervals, as the scan keeps them (interval.go).
+		return r.releasePipe(ctx, pipe, rand, withIntervals)
+	}
+	return read, mechanism
+}
+
+// pushAggregateRow returns the function that adds one of the source's
+// groups to pipe: to the value pass (query 0 of two) or to the release.
+func (r *Release) pushAggregateRow(pipe *dpagg.Pipeline, twoPass bool) func(qi int, row *pushdown.Row) {
+	t := newPushTexts(r.push.unitType, r.push.groupTypes[0])
+	vals := make([]dpagg.Value, len(r.aggValue))
+	var kbuf []byte
+	return func(qi int, row *pushdown.Row) {
 		unit := t.unitText(row.Unit)
 		if len(unit) == 0 {
-			return nil
+			return
 		}
 		for i, k := range r.aggValue {
 			vals[i] = dpagg.Null
@@ -488,7 +473,7 @@ func (r *Release) pushAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, flight 
 			}
 			f, _, err := types.Float64.Convert(t.ctx, row.Group[k])
 			if err != nil {
-				return nil // the value failed: the row is skipped, as a scan skips it
+				return // the value failed: the row is skipped, as a scan skips it
 			}
 			if x, ok := f.(float64); ok {
 				vals[i] = dpagg.Float(x)
@@ -496,28 +481,9 @@ func (r *Release) pushAggregates(ctx *sql.Context, pipe *dpagg.Pipeline, flight 
 		}
 		if twoPass && qi == 0 {
 			_ = pipe.AddValuesRows(unit, vals, row.Count)
-			return nil
+			return
 		}
 		kbuf = t.encode(kbuf[:0], row.Group, r.groupKeys)
 		_ = pipe.AddRows(unit, kbuf, vals, row.Count)
-		return nil
-	})
-	if err != nil || u.Reused() {
-		return stored, u, err
 	}
-	if !chosen {
-		if err := choose(); err != nil {
-			return release.Released{}, nil, err
-		}
-	}
-	res, err := pipe.ReleaseContext(ctx, rand)
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	r.noteChosen(ctx, pipe, res)
-	core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
-	for i, rr := range res.Rows {
-		core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: rr.Values}
-	}
-	return core, u, nil
 }

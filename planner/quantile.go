@@ -36,7 +36,7 @@ import (
 //     only keys and aggregates).
 //
 // Over a protected table the GroupBy then becomes a private release of the
-// statement's aggregates, the quantiles included (policy.go, aggregateOf);
+// statement's aggregates, the quantiles included (groupby.go, aggregateOf);
 // over public rows the quantiles are exact. Calls anywhere else (WHERE,
 // GROUP BY keys, JOIN conditions, arguments of other aggregates) are
 // refused with an error saying where they may be written.

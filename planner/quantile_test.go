@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/internal/testengine"
 )
 
 // TestQuantiles: MEDIAN and PERCENTILE_CONT over the protected table are
@@ -14,13 +16,7 @@ import (
 // over the public table they are exact; misplaced calls and bad levels are
 // refused before any charge.
 func TestQuantiles(t *testing.T) {
-	num := func(v any) float64 {
-		f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
-		if err != nil {
-			t.Fatalf("not a number: %v (%T)", v, v)
-		}
-		return f
-	}
+	num := func(v any) float64 { return testengine.Float(t, v) }
 	gov := &fakeGov{budget: 1000}
 	e := newPolicyEngine(t, gov)
 	// visits: 300 users; every row of user u has g = u % 3; "common" is

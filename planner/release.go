@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/types"
@@ -20,7 +18,6 @@ import (
 	"github.com/dpsql/dpsql/sqlext/accounting"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 	"github.com/dpsql/dpsql/sqlext/explain"
-	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -251,178 +248,6 @@ func (r *Release) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
 	return sql.RowsToRowIter(out...), nil
 }
 
-// run makes the release — charge, scan, release — or takes it from a stored
-// release (release.ChargeOrReuse), and turns the released set into rows.
-// Both paths build the rows from the same core form (release.Released), so
-// a reused answer is the first one, bit for bit.
-func (r *Release) run(ctx *sql.Context) ([]sql.Row, error) {
-	if err := r.fillPublic(ctx); err != nil {
-		return nil, err
-	}
-	var (
-		core   release.Released
-		u      *release.Reuse
-		err    error
-		flight *release.Reuse // a new release, ended (Done) once kept or failed
-	)
-	defer func() { flight.Done() }()
-	if r.mode == aggregateRows {
-		core, u, err = r.releaseAggregates(ctx, &flight)
-	} else {
-		core, u, err = r.releaseSets(ctx, &flight)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !u.Reused() {
-		u.Keep(core)
-	}
-	switch r.mode {
-	case setUnions:
-		row := make(sql.Row, len(core.Sets))
-		for i, items := range core.Sets {
-			arr := make([]any, len(items))
-			for j, s := range items {
-				arr[j] = s
-			}
-			row[i] = types.JSONDocument{Val: arr}
-		}
-		return []sql.Row{row}, nil
-	case aggregateRows:
-		rows, err := r.aggregateRows(ctx, core.Rows)
-		if err == nil && len(rows) == 0 {
-			r.noteNoKey(ctx) // global.go
-		}
-		return rows, err
-	}
-	released := core.Sets[0] // sorted by encoded key
-	rows := make([]sql.Row, 0, len(released))
-	keys := make(sql.Row, r.scan.Keys())
-	for _, k := range released {
-		if err := decodeKey(ctx, r.scan, r.scan.Keys(), k, keys); err != nil {
-			return nil, err
-		}
-		row := make(sql.Row, len(r.out))
-		for i, ki := range r.out {
-			if ki >= 0 { // -1: a hidden column, NULL
-				row[i] = keys[ki]
-			}
-		}
-		rows = append(rows, row)
-	}
-	if len(rows) == 0 {
-		r.noteNoKey(ctx) // global.go
-	}
-	return rows, nil
-}
-
-// chargeOrReuse charges the node's releases, or finds them stored: then
-// stored is the stored release, decoded.
-func (r *Release) chargeOrReuse(ctx *sql.Context) (u *release.Reuse, stored release.Released, err error) {
-	if u, err = release.ChargeOrReuse(ctx, r.gov, r.requests(ctx)); err != nil || !u.Reused() {
-		return u, stored, err
-	}
-	stored, err = r.stored(u)
-	return u, stored, err
-}
-
-// stored decodes a reused release and checks that it has the shape this
-// node releases (a different shape under the same key would be a bug).
-func (r *Release) stored(u *release.Reuse) (release.Released, error) {
-	var core release.Released
-	err := core.UnmarshalBinary(u.Data)
-	if err == nil {
-		switch r.mode {
-		case distinctRows:
-			if len(core.Sets) != 1 {
-				err = errors.New("wrong shape")
-			}
-		case setUnions:
-			if len(core.Sets) != len(r.calls) {
-				err = errors.New("wrong shape")
-			}
-		case aggregateRows:
-			for _, row := range core.Rows {
-				if n := len(r.aggValue); len(row.Values) != n && len(row.Values) != 3*n { // 3n: with intervals (interval.go)
-					err = errors.New("wrong shape")
-				}
-			}
-		}
-	}
-	if err != nil {
-		return core, fmt.Errorf("private release: the stored release of %s (audit record %d) cannot be read (%v); SET dp_reuse = OFF for a new release", u.At.UTC().Format(time.RFC3339), u.Seq, err)
-	}
-	return core, nil
-}
-
-// releaseSets charges (or reuses) and runs the set-union releases of a
-// DISTINCT or DP_SET_UNION node: one released set per builder. A new
-// release's Reuse goes to *flight as soon as it is charged, for run to end
-// it (release.Reuse.Done) after keeping it or on failure.
-func (r *Release) releaseSets(ctx *sql.Context, flight **release.Reuse) (release.Released, *release.Reuse, error) {
-	opts := r.options()
-	builders := make([]*setunion.Builder, len(opts))
-	for i, o := range opts {
-		b, err := setunion.NewBuilder(o)
-		if err != nil {
-			return release.Released{}, nil, err
-		}
-		builders[i] = b
-	}
-	if r.push != nil {
-		return r.pushSets(ctx, builders, flight) // pushdown.go
-	}
-	u, stored, err := r.chargeOrReuse(ctx)
-	if err != nil || u.Reused() {
-		return stored, u, err
-	}
-	*flight = u
-	// A release that reads whole plain columns takes their grouped pairs
-	// from the release index (the same pairs, so the same release; see
-	// release.Indexes); the others scan.
-	indexed := r.fromIndexes(ctx, opts, builders)
-	var kbuf []byte
-	switch {
-	case indexed:
-	case r.mode == setUnions:
-		units := make([]unitCache, len(builders))
-		err = r.scan.Run(ctx, func(row *release.Row) {
-			for i, b := range builders {
-				if item, ok := row.KeyText(i); ok {
-					b.AddID(units[i].id(b, row.Unit()), item)
-				}
-			}
-		})
-	default:
-		enc := keyEncoder{n: r.scan.Keys()}
-		var unit unitCache
-		err = r.scan.Run(ctx, func(row *release.Row) {
-			var ok bool
-			if kbuf, ok = enc.encode(kbuf[:0], row); ok {
-				builders[0].AddID(unit.id(builders[0], row.Unit()), kbuf)
-			}
-		})
-	}
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	rng := r.rnd
-	if rng == nil {
-		rng = securerand.New
-	}
-	core := release.Released{Sets: make([][]string, len(builders))}
-	for i, b := range builders {
-		// ReleaseContext stops at max_execution_time, KILL or a client
-		// that left (dp_sips with many rounds runs for seconds).
-		res, err := b.ReleaseContext(ctx, rng())
-		if err != nil {
-			return release.Released{}, nil, err
-		}
-		core.Sets[i] = res.Items
-	}
-	return core, u, nil
-}
-
 // fromIndexes replaces the builders by builders holding the grouped pairs
 // of the release index when every key of the release can be read from
 // one, and reports whether it did; otherwise the builders are left empty
@@ -473,36 +298,6 @@ func (c *unitCache) id(b *setunion.Builder, unit []byte) uint32 {
 	c.uid, c.valid = b.UserID(unit)
 	c.last = append(c.last[:0], unit...)
 	return c.uid
-}
-
-// releaseAggregates makes a release of DP aggregates: charge (or reuse),
-// scan each row's group key and values into the dpagg pipeline, release
-// (*flight as for releaseSets).
-func (r *Release) releaseAggregates(ctx *sql.Context, flight **release.Reuse) (release.Released, *release.Reuse, error) {
-	pipe, err := dpagg.New(r.aggOpts)
-	if err == nil {
-		err = r.setPublicKeys(pipe) // publickeys.go
-	}
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	if r.push != nil {
-		return r.pushAggregates(ctx, pipe, flight) // pushdown.go
-	}
-	u, stored, err := r.chargeOrReuse(ctx)
-	if err != nil || u.Reused() {
-		return stored, u, err
-	}
-	*flight = u
-	res, err := r.runAggregates(ctx, pipe) // aggscan.go
-	if err != nil {
-		return release.Released{}, nil, err
-	}
-	core := release.Released{Rows: make([]release.ReleasedRow, len(res.Rows))}
-	for i, rr := range res.Rows {
-		core.Rows[i] = release.ReleasedRow{Key: rr.Key, Values: withIntervals(rr)} // interval.go
-	}
-	return core, u, nil
 }
 
 // aggregateRows builds one row per released key: the key decoded from its

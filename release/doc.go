@@ -11,7 +11,10 @@
 // Every form of release — the planner's private SELECT DISTINCT and GROUP
 // BY, DP_SET_UNION over a protected table, the DP_NGRAMS table function —
 // runs through Scan, so that what a release evaluates, and what it can
-// leak, is decided in one place. The lifecycle of one release is:
+// leak, is decided in one place; and every form runs through Run, which
+// owns the order of steps 2–4 (charge or reuse, read, mechanism, keep),
+// each form passing only how its rows are read and which mechanism
+// releases them (Steps). The lifecycle of one release is:
 //
 //  1. planning: the analyst's expressions are compiled (NewScan: the
 //     allow-list refuses what may not run, before anything is charged),
@@ -30,8 +33,12 @@
 //     on the statement, the table's version and size, the configuration
 //     and the analyst's own history, never on a row's values, and the
 //     output is the scan's; see paths.go);
-//  4. the caller runs the mechanism (package setunion, ngrams) and returns
-//     only the released keys.
+//  4. the mechanism (package setunion, dpagg, ngrams; Steps.Mechanism)
+//     releases, Run keeps the result for reuse, and the caller returns only
+//     the released keys.
+//
+// A push-down release (Steps.ReadFirst) reads its source completely before
+// step 2's charge instead, and is charged only then (see Run).
 //
 // A release's reuse key and an expression index's key are canonical
 // encodings of the analysed expression trees (canon.go, "Canonical keys"):

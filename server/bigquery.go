@@ -42,10 +42,13 @@ func (bigQuerySyntax) MultiQuery(ctx context.Context, chain gms.Chain, c *mysql.
 }
 
 // Prepare implements gms.Interceptor. A server-side prepared statement
-// (COM_STMT_PREPARE) is parsed by vitess before any interceptor sees it,
-// so the clause cannot be rewritten there: such clients use the SET_VAR
-// form (docs/sql.md); client-side prepared statements arrive as text
-// queries and are rewritten.
+// (COM_STMT_PREPARE) is parsed by vitess before any interceptor sees it:
+// its connection loop (go/mysql/conn.go, case ComPrepare) calls
+// sqlparser.ParseWithOptions on the text to count the parameters and
+// writes a parse error to the client itself, without calling the handler's
+// ComPrepare. So the clause cannot be rewritten here: such clients use the
+// SET_VAR form (docs/sql.md); client-side prepared statements arrive as
+// text queries and are rewritten.
 func (bigQuerySyntax) Prepare(ctx context.Context, chain gms.Chain, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
 	return chain.ComPrepare(ctx, c, query, prepare)
 }

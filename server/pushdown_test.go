@@ -169,6 +169,7 @@ func TestPushdownEqualsMemory(t *testing.T) {
 				{q: "SELECT DP_SET_UNION(item, user_id) FROM %s WHERE country <> 'FR'"},
 				{q: "SELECT country, COUNT(*), SUM(amount), AVG(amount), COUNT(amount) FROM %s GROUP BY country", mem: "events_c"},
 				{q: "SELECT country, COUNT(*) FROM %s WHERE user_id > 20 GROUP BY country", mem: "events_c"},
+				{q: "SELECT country, COUNT(*), DP_INTERVAL_LOW(COUNT(*)), DP_INTERVAL_HIGH(SUM(amount)) FROM %s GROUP BY country", mem: "events_c"},
 				{q: "SELECT COUNT(*), SUM(amount) FROM %s WHERE country = 'de'", mem: "events_c"},
 				{q: "SELECT DISTINCT item FROM %s WHERE item = 'x'' OR ''1''=''1'"},
 				{q: "SELECT DISTINCT item FROM %s WHERE item = 'it''em4' OR item = 'a\\'); DROP TABLE events; --'"},

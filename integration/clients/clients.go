@@ -56,10 +56,20 @@ type Statement struct {
 	// table), getImportedKeys(catalog, schema, table). Args are its arguments:
 	// strings or nil, and for getTables' types a []string or nil.
 	Meta string `json:"meta,omitempty"`
+	// Warnings asks for the statement's warnings and notes (SHOW WARNINGS
+	// on the same connection right after it; the mysql command line
+	// client's --show-warnings) in [Result.Warnings].
+	Warnings bool `json:"warnings,omitempty"`
 }
 
 // Query is a statement run over the text protocol.
 func Query(sql string) Statement { return Statement{SQL: sql} }
+
+// WithWarnings is s asking for its warnings and notes.
+func (s Statement) WithWarnings() Statement {
+	s.Warnings = true
+	return s
+}
 
 // Prepare is a prepared statement with its arguments.
 func Prepare(sql string, args ...any) Statement {
@@ -87,6 +97,16 @@ type Result struct {
 	Types   []string    `json:"types,omitempty"` // column type names where the client exposes them
 	Rows    [][]*string `json:"rows,omitempty"`
 	Error   *Error      `json:"error,omitempty"`
+	// Warnings are the statement's warnings and notes, when the statement
+	// asked for them.
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// Warning is one row of SHOW WARNINGS as a client reported it.
+type Warning struct {
+	Level   string `json:"level"` // "Note", "Warning" or "Error"
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }
 
 // Cells returns the rows with NULL written as "NULL".

@@ -84,6 +84,9 @@ func (GoDriver) Run(ctx context.Context, t Target, stmts []Statement) ([]Result,
 	out := make([]Result, len(stmts))
 	for i, s := range stmts {
 		out[i] = goRun(ctx, conn, s)
+		if s.Warnings {
+			out[i].Warnings = goWarnings(ctx, conn)
+		}
 	}
 	return out, nil
 }
@@ -112,6 +115,25 @@ func goRun(ctx context.Context, conn *sql.Conn, s Statement) Result {
 		return Result{Error: goError(err)}
 	}
 	return r
+}
+
+// goWarnings reads SHOW WARNINGS (nil if it fails: the caller's assertion
+// on the warnings then fails).
+func goWarnings(ctx context.Context, conn *sql.Conn) []Warning {
+	rows, err := conn.QueryContext(ctx, "SHOW WARNINGS")
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []Warning
+	for rows.Next() {
+		var w Warning
+		if rows.Scan(&w.Level, &w.Code, &w.Message) != nil {
+			return nil
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // ScanRows reads all rows as text (NULL as nil) and closes rows.

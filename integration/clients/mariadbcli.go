@@ -30,7 +30,10 @@ import (
 // Limits of the format: a NULL and the string "NULL" print alike (both come
 // back as nil); an empty result set prints nothing, so it has no columns;
 // the client has no prepared statements (a Prepared statement gets an error
-// result and is not sent).
+// result and is not sent). When a statement asks for its warnings the client
+// runs with --show-warnings, which prints them after each statement's output
+// as "Note (Code 1105): …" lines; those lines are taken out of every
+// statement's rows (a row that reads like one would be lost).
 type MariaDBCLI struct {
 	Path  string // the client program ("mysql" or "mariadb"; "" finds mysql on PATH)
 	Stdin bool
@@ -44,6 +47,9 @@ func (c MariaDBCLI) Name() string {
 }
 
 var cliError = regexp.MustCompile(`^ERROR (\d+) \(([0-9A-Z]{5})\)(?: at line (\d+))?: (.*)$`)
+
+// cliWarning is a line --show-warnings prints after a statement's output.
+var cliWarning = regexp.MustCompile(`^(Note|Warning|Error) \(Code (\d+)\): (.*)$`)
 
 func (c MariaDBCLI) Run(ctx context.Context, t Target, stmts []Statement) ([]Result, error) {
 	path := c.Path
@@ -60,6 +66,9 @@ func (c MariaDBCLI) Run(ctx context.Context, t Target, stmts []Statement) ([]Res
 		return nil, err
 	}
 	sc := newCLIScript(stmts)
+	if sc.warnings {
+		args = append(args, "--show-warnings")
+	}
 	var cmd *exec.Cmd
 	if c.Stdin {
 		cmd = exec.CommandContext(ctx, path, append(args, "--force")...)
@@ -117,11 +126,13 @@ func cliArgs(dir string, t Target) ([]string, error) {
 type cliScript struct {
 	marker    string
 	text      strings.Builder
+	stmts     []Statement
 	startLine map[int]int // script line of a statement's start → its index
 	out       []Result
 	sent      []bool
 	seen      []bool
-	last      int // the statement whose output is being read, or -1
+	last      int  // the statement whose output is being read, or -1
+	warnings  bool // some statement asks for its warnings (--show-warnings)
 }
 
 func newCLIScript(stmts []Statement) *cliScript {
@@ -129,6 +140,7 @@ func newCLIScript(stmts []Statement) *cliScript {
 	rand.Read(nonce)
 	sc := &cliScript{
 		marker:    "dpsql_marker_" + hex.EncodeToString(nonce),
+		stmts:     stmts,
 		startLine: map[int]int{},
 		out:       make([]Result, len(stmts)),
 		sent:      make([]bool, len(stmts)),
@@ -148,6 +160,7 @@ func newCLIScript(stmts []Statement) *cliScript {
 		sc.text.WriteString(sql + ";\n")
 		line += strings.Count(sql, "\n") + 1
 		sc.sent[i] = true
+		sc.warnings = sc.warnings || s.Warnings
 	}
 	return sc
 }
@@ -159,14 +172,26 @@ func (sc *cliScript) readStdout(stdout io.Reader) error {
 	s := bufio.NewScanner(stdout)
 	s.Buffer(make([]byte, 1<<20), 1<<30)
 	var lines []string
+	var warnings []Warning
 	flush := func() {
 		if sc.last >= 0 {
 			sc.out[sc.last] = parseBatch(lines)
+			if warnings != nil {
+				sc.out[sc.last].Warnings = warnings
+			}
 		}
-		lines = lines[:0]
+		lines, warnings = lines[:0], nil
 	}
 	for s.Scan() {
 		l := s.Text()
+		if m := cliWarning.FindStringSubmatch(l); m != nil && sc.warnings {
+			// --show-warnings: kept for the statements that asked.
+			if sc.last >= 0 && sc.stmts[sc.last].Warnings {
+				code, _ := strconv.Atoi(m[2])
+				warnings = append(warnings, Warning{Level: m[1], Code: code, Message: m[3]})
+			}
+			continue
+		}
 		if l == sc.marker && s.Scan() {
 			flush()
 			n, err := strconv.Atoi(s.Text())

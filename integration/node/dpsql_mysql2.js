@@ -1,9 +1,10 @@
 // Runs statements through mysql2's promise API on one connection and prints
 // what the driver reported as JSON. Reads a request on standard input:
 //   {host, port, user, password, database, tls, ca_file,
-//    statements: [{sql, prepared, args}]}
+//    statements: [{sql, prepared, args, warnings}]}
 // and prints {connect_error: {...}} or {results: [{columns, types, rows,
-// error: {code, state, message}}]}.
+// error: {code, state, message}, warnings: [{level, code, message}]}]}
+// (warnings, from SHOW WARNINGS, when the statement asks for them).
 //
 // Plain statements use query() (text protocol); prepared ones use execute(),
 // which prepares server-side (COM_STMT_PREPARE) and binds the arguments.
@@ -74,7 +75,14 @@ async function main() {
   }
   const results = [];
   try {
-    for (const st of req.statements) results.push(await run(conn, st));
+    for (const st of req.statements) {
+      const r = await run(conn, st);
+      if (st.warnings) {
+        const [rows] = await conn.query({ sql: 'SHOW WARNINGS', rowsAsArray: true });
+        r.warnings = rows.map(([level, code, message]) => ({ level, code: Number(code), message: render(message) }));
+      }
+      results.push(r);
+    }
   } finally {
     await conn.end().catch(() => conn.destroy());
   }

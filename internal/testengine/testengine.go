@@ -1,12 +1,14 @@
 // Package testengine holds the fixtures of the engine's tests, shared by
-// the tests of packages engine and server: the test database mydb
-// (Provider, NgramsProvider), seeded randomness (Seeded), and a fake
-// Governor with a provider that counts scans (FakeGov, CountingProvider).
+// the tests of packages engine, server and planner: the test database mydb
+// (Provider, NgramsProvider), seeded randomness (Seeded), values as
+// numbers (Float), and a fake Governor with a provider that counts scans
+// (FakeGov, CountingProvider).
 package testengine
 
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +95,17 @@ func Provider(t testing.TB) *storage.Provider {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Float is an engine value (an integer, a float, a decimal, or their
+// text) as a float64; it stops the test when v is not a number.
+func Float(t testing.TB, v any) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	if err != nil {
+		t.Fatalf("not a number: %v (%T)", v, v)
+	}
+	return f
 }
 
 // Seeded makes releases reproducible: tests that assert which keys are

@@ -22,6 +22,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,6 +53,22 @@ func WantErrNo(t testing.TB, what string, err error, code uint16) {
 	if got := ErrNo(err); got != code {
 		t.Errorf("%s: got %v, want MySQL error %d", what, err, code)
 	}
+}
+
+// WantRefused fails the test (without stopping it) unless err is MySQL
+// error code with a message containing text, and reports whether it was;
+// what names the statement in the failure.
+func WantRefused(t testing.TB, what string, err error, code uint16, text string) bool {
+	t.Helper()
+	if got := ErrNo(err); got != code {
+		t.Errorf("%s: got %v, want MySQL error %d", what, err, code)
+		return false
+	}
+	if !strings.Contains(err.Error(), text) {
+		t.Errorf("%s: %v, want it to say %q", what, err, text)
+		return false
+	}
+	return true
 }
 
 // ErrText is "number: message" for a MySQL error from the driver, else

@@ -7,6 +7,7 @@
 package testserver
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"testing"
@@ -127,4 +128,23 @@ func HashPassword(t testing.TB, plugin, password string) string {
 		t.Fatal(err)
 	}
 	return h.String()
+}
+
+// AccountsYAML is the end of a test configuration: limits.max_budget_delta
+// 0.5, the administrator "admin" and the analyst "analyst" (both on
+// mysql_native_password) with the given passwords, and the analyst's
+// budget (ε, δ) on database db.
+func AccountsYAML(t testing.TB, adminPassword, analystPassword, db string, epsilon, delta float64) string {
+	t.Helper()
+	return fmt.Sprintf(`limits:
+  max_budget_delta: 0.5
+accounts:
+  admins:
+    - {user: admin, password_hash: '%s'}
+  analysts:
+    - user: analyst
+      password_hash: '%s'
+      budgets:
+        - {database: %s, epsilon: %g, delta: %g}
+`, HashPassword(t, config.NativePassword, adminPassword), HashPassword(t, config.NativePassword, analystPassword), db, epsilon, delta)
 }

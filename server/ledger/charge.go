@@ -82,7 +82,8 @@ func (l *Ledger) Charge(ctx context.Context, analyst, database string, eps, delt
 // checking that its stated (ε, δ) respect the per-release caps and that it
 // fits the remaining budget under the account's accounting (see the package
 // documentation). The check, the new totals and the audit record are
-// committed together and synced to disk before ChargeCost returns. A refusal
+// committed together and synced to disk before ChargeCost returns (with
+// the transactions of concurrent callers: group.go). A refusal
 // changes nothing and returns a *ChargeError; the caller must then not run
 // or send the release.
 func (l *Ledger) ChargeCost(ctx context.Context, analyst, database string, c accounting.Cost, meta Meta) (Receipt, error) {
@@ -94,7 +95,7 @@ func (l *Ledger) ChargeCost(ctx context.Context, analyst, database string, c acc
 		return Receipt{}, err
 	}
 	var rec Receipt
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.grp.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAccounts).Bucket([]byte(analyst))
 		var v []byte
 		if b != nil {

@@ -283,6 +283,7 @@ func (a Accounting) method() Method {
 // are serialised by bbolt's single writer.
 type Ledger struct {
 	db   *bolt.DB
+	grp  *group // group commit of charges and stored releases (group.go)
 	path string
 	now  func() time.Time
 	acct Accounting
@@ -315,7 +316,7 @@ func Open(dir string, o Options) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledger: unknown accounting method %q: use %q or %q", o.Accounting.Method, Basic, ZCDP)
 	}
-	l := &Ledger{db: db, path: path, now: o.Now, acct: o.Accounting}
+	l := &Ledger{db: db, grp: newGroup(db), path: path, now: o.Now, acct: o.Accounting}
 	if l.now == nil {
 		l.now = time.Now
 	}

@@ -105,7 +105,7 @@ func (l *Ledger) Keep(ctx context.Context, key []byte, s Stored, window time.Dur
 	if err != nil {
 		return err
 	}
-	return l.db.Update(func(tx *bolt.Tx) error {
+	return l.grp.update(func(tx *bolt.Tx) error {
 		rb, tb := tx.Bucket(bucketReuse), tx.Bucket(bucketReuseTime)
 		if old := rb.Get(key); old != nil {
 			var o Stored
@@ -205,7 +205,7 @@ func (l *Ledger) Reuse(ctx context.Context, key []byte, analyst, database string
 	}
 	var s Stored
 	var ok bool
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.grp.update(func(tx *bolt.Tx) error {
 		var err error
 		if s, ok, err = l.lookup(tx, key, analyst, database, window); err != nil || !ok {
 			return err

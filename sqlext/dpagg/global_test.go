@@ -4,20 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
-
-// globalRows maps rows to the empty key (a global release).
-func globalRows(rows []row) []row {
-	out := slices.Clone(rows)
-	for i := range out {
-		out[i].key = ""
-	}
-	return out
-}
 
 // TestGlobalNeighbourSensitivity: on many random neighbouring databases
 // (D and D plus all rows of one user, interleaved at random), every
@@ -25,10 +15,7 @@ func globalRows(rows []row) []row {
 // sensitivity the global release's noise is calibrated to (Δ0 = 1).
 func TestGlobalNeighbourSensitivity(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	iters := 2000
-	if testing.Short() {
-		iters = 200
-	}
+	iters := iterations(2000, 200)
 	worst := 0.0
 	for it := range iters {
 		o := Defaults()
@@ -38,16 +25,7 @@ func TestGlobalNeighbourSensitivity(t *testing.T) {
 		o.Aggregates = []Aggregate{{Kind: CountRows}, {Kind: CountValues}, {Kind: CountUnits},
 			{Kind: Sum, Lower: lo, Upper: lo + 1 + r.Float64()*80}, {Kind: Avg, Lower: lo, Upper: lo + 0.5 + r.Float64()*10},
 			{Kind: Sum, Lower: 0, Upper: 3}}
-		var rows []row
-		for u := range r.IntN(25) {
-			rows = append(rows, genUser(r, fmt.Sprintf("u%d", u), 4, len(o.Aggregates))...)
-		}
-		rows = globalRows(rows)
-		extra := globalRows(genUser(r, "added", 4, len(o.Aggregates)))
-		withExtra := slices.Clone(rows)
-		for _, e := range extra {
-			withExtra = slices.Insert(withExtra, r.IntN(len(withExtra)+1), e)
-		}
+		rows, withExtra := neighbourDBs(r, r.IntN(25), 4, len(o.Aggregates), true)
 		pa, pb := feed(t, o, rows), feed(t, o, withExtra)
 		if pa.plan.MaxGroupsContributed != 1 || !pa.plan.Global {
 			t.Fatalf("plan %+v", pa.plan)
@@ -56,18 +34,11 @@ func TestGlobalNeighbourSensitivity(t *testing.T) {
 		si := 0
 		for _, ag := range pa.plan.Aggregates {
 			for _, st := range ag.Stats {
-				var va int64
-				if v := a.totals[""]; v != nil {
-					va = v[si]
-				}
-				x := b.totals[""][si] - va
-				if x < -st.Units || x > st.Units {
-					t.Fatalf("iter %d %s %s: total moved by %d units, sensitivity %d", it, ag.Kind, st.Name, x, st.Units)
-				}
+				_, l1, _ := moves(t, fmt.Sprintf("iter %d %s %s", it, ag.Kind, st.Name), a, b, si, st.Units)
 				if st.L1 != float64(st.Units)*st.Granularity || st.L2 != st.L1 {
 					t.Fatalf("iter %d %s %s: sensitivities ℓ1 %v ℓ2 %v for Units %d", it, ag.Kind, st.Name, st.L1, st.L2, st.Units)
 				}
-				worst = max(worst, math.Abs(float64(x))/float64(st.Units))
+				worst = max(worst, l1/float64(st.Units))
 				si++
 			}
 		}
@@ -80,20 +51,10 @@ func TestGlobalNeighbourSensitivity(t *testing.T) {
 // key with selection.
 func TestGlobalPlan(t *testing.T) {
 	for _, nz := range []Noise{Laplace, Gaussian} {
-		o := Defaults()
-		o.Noise = nz
-		o.MaxGroupsContributed = 1
-		o.Aggregates = []Aggregate{{Kind: CountRows}}
-		keyed, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Global = true
-		o.MaxGroupsContributed = 50 // ignored: a user has one key
-		g, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o, keyed, g := countPlans(t, nz, 1, func(o *Options) {
+			o.Global = true
+			o.MaxGroupsContributed = 50 // ignored: a user has one key
+		})
 		if g.MaxGroupsContributed != 1 || g.AggregatesEpsilon != o.Epsilon || g.Selection.Mechanism != "" {
 			t.Errorf("%s: plan %+v", nz, g)
 		}

@@ -53,10 +53,7 @@ func feedPublic(t *testing.T, o Options, keys []string, rows []row) *Pipeline {
 // key outside the public set has a total.
 func TestPublicKeysNeighbourSensitivity(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
-	iters := 600
-	if testing.Short() {
-		iters = 100
-	}
+	iters := iterations(600, 100)
 	worst := 0.0
 	for it := range iters {
 		o := publicOptions(r)
@@ -69,15 +66,7 @@ func TestPublicKeysNeighbourSensitivity(t *testing.T) {
 		}
 		keys = append(keys, "never", "k5") // a duplicate is ignored
 		distinct := slices.Compact(slices.Sorted(slices.Values(keys)))
-		var rows []row
-		for u := range r.IntN(25) {
-			rows = append(rows, genUser(r, fmt.Sprintf("u%d", u), 10, len(o.Aggregates))...)
-		}
-		extra := genUser(r, "added", 10, len(o.Aggregates))
-		withExtra := slices.Clone(rows)
-		for _, e := range extra {
-			withExtra = slices.Insert(withExtra, r.IntN(len(withExtra)+1), e)
-		}
+		rows, withExtra := neighbourDBs(r, r.IntN(25), 10, len(o.Aggregates), false)
 		pa, pb := feedPublic(t, o, keys, rows), feedPublic(t, o, keys, withExtra)
 		if !pa.plan.PublicKeys || pa.plan.Global || pa.plan.MaxGroupsContributed != o.MaxGroupsContributed {
 			t.Fatalf("plan %+v", pa.plan)
@@ -92,32 +81,13 @@ func TestPublicKeysNeighbourSensitivity(t *testing.T) {
 		si := 0
 		for _, ag := range pa.plan.Aggregates {
 			for _, st := range ag.Stats {
-				var l1, l2 float64
-				changed := 0
-				for _, k := range distinct {
-					var va, vb int64
-					if v := a.totals[k]; v != nil {
-						va = v[si]
-					}
-					if v := b.totals[k]; v != nil {
-						vb = v[si]
-					}
-					x := vb - va
-					if x < -st.Units || x > st.Units {
-						t.Fatalf("iter %d %s %s key %s: total moved by %d units, sensitivity %d", it, ag.Kind, st.Name, k, x, st.Units)
-					}
-					if x != 0 {
-						changed++
-					}
-					l1 += math.Abs(float64(x))
-					l2 += float64(x) * float64(x)
-				}
+				changed, l1, l2 := moves(t, fmt.Sprintf("iter %d %s %s", it, ag.Kind, st.Name), a, b, si, st.Units)
 				if changed > o.MaxGroupsContributed {
 					t.Fatalf("iter %d %s: %d keys changed, Δ0 = %d", it, ag.Kind, changed, o.MaxGroupsContributed)
 				}
 				u := float64(st.Units)
-				if l1 > d0*u || math.Sqrt(l2) > math.Sqrt(d0)*u+1e-9 {
-					t.Fatalf("iter %d %s %s: ℓ1 %v ℓ2 %v above Δ0·Units %v, √Δ0·Units %v", it, ag.Kind, st.Name, l1, math.Sqrt(l2), d0*u, math.Sqrt(d0)*u)
+				if l1 > d0*u || l2 > math.Sqrt(d0)*u+1e-9 {
+					t.Fatalf("iter %d %s %s: ℓ1 %v ℓ2 %v above Δ0·Units %v, √Δ0·Units %v", it, ag.Kind, st.Name, l1, l2, d0*u, math.Sqrt(d0)*u)
 				}
 				if st.L1 != d0*u*st.Granularity || math.Abs(st.L2-math.Sqrt(d0)*u*st.Granularity) > 1e-9*st.L2 {
 					t.Fatalf("iter %d %s %s: plan sensitivities ℓ1 %v ℓ2 %v for Δ0 %v Units %d", it, ag.Kind, st.Name, st.L1, st.L2, d0, st.Units)
@@ -149,19 +119,7 @@ func TestPublicKeysNeighbourSensitivity(t *testing.T) {
 // of ε and δ with no selection, keeps Δ0 in the noise, and names itself.
 func TestPublicKeysPlan(t *testing.T) {
 	for _, nz := range []Noise{Laplace, Gaussian} {
-		o := Defaults()
-		o.Noise = nz
-		o.MaxGroupsContributed = 4
-		o.Aggregates = []Aggregate{{Kind: CountRows}}
-		keyed, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.PublicKeys = true
-		p, err := Calibrate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		o, keyed, p := countPlans(t, nz, 4, func(o *Options) { o.PublicKeys = true })
 		if p.MaxGroupsContributed != 4 || p.AggregatesEpsilon != o.Epsilon || p.Selection.Mechanism != "" || !p.PublicKeys {
 			t.Errorf("%s: plan %+v", nz, p)
 		}

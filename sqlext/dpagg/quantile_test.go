@@ -50,10 +50,7 @@ func keptQuantile(p *Pipeline, ai int) map[string][]uint32 {
 // index a value takes (and its neighbours, and both ends) checks them all.
 func TestQuantileNeighbourSensitivity(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	iters := 1500
-	if testing.Short() {
-		iters = 200
-	}
+	iters := iterations(1500, 200)
 	levels := []float64{0.5, 0, 1, 0.9, 0.1, 0.25, 0.333333, 0.999}
 	worst := 0.0
 	for it := range iters {
@@ -69,22 +66,7 @@ func TestQuantileNeighbourSensitivity(t *testing.T) {
 		if o.Global {
 			nKeys = 1
 		}
-		var rows []row
-		for u := range 3 + r.IntN(25) {
-			rows = append(rows, genUser(r, fmt.Sprintf("u%d", u), nKeys, len(o.Aggregates))...)
-		}
-		extra := genUser(r, "added", nKeys, len(o.Aggregates))
-		withExtra := slices.Clone(rows)
-		for _, e := range extra {
-			withExtra = slices.Insert(withExtra, r.IntN(len(withExtra)+1), e)
-		}
-		if o.Global {
-			for _, rs := range [][]row{rows, withExtra} {
-				for i := range rs {
-					rs[i].key = ""
-				}
-			}
-		}
+		rows, withExtra := neighbourDBs(r, 3+r.IntN(25), nKeys, len(o.Aggregates), o.Global)
 		seed := r.Uint64()
 		pa, pb := feed(t, o, rows), feed(t, o, withExtra)
 		boundFixed(pa, seed)

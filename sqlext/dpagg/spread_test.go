@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -16,10 +15,7 @@ import (
 // the sensitivity their noise is calibrated to; per key and global.
 func TestSpreadNeighbourSensitivity(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
-	iters := 1500
-	if testing.Short() {
-		iters = 200
-	}
+	iters := iterations(1500, 200)
 	for it := range iters {
 		o := Defaults()
 		o.Global = it%3 == 0
@@ -29,19 +25,7 @@ func TestSpreadNeighbourSensitivity(t *testing.T) {
 		hi := lo + 0.5 + r.Float64()*80
 		o.Aggregates = []Aggregate{{Kind: VarPop, Lower: lo, Upper: hi}, {Kind: VarSamp, Lower: lo, Upper: hi},
 			{Kind: StdDevPop, Lower: -1e6, Upper: 1e6}, {Kind: StdDevSamp, Lower: 0, Upper: 3}}
-		nKeys := 2 + r.IntN(8)
-		var rows []row
-		for u := range 3 + r.IntN(25) {
-			rows = append(rows, genUser(r, fmt.Sprintf("u%d", u), nKeys, len(o.Aggregates))...)
-		}
-		extra := genUser(r, "added", nKeys, len(o.Aggregates))
-		if o.Global {
-			rows, extra = globalRows(rows), globalRows(extra)
-		}
-		withExtra := slices.Clone(rows)
-		for _, e := range extra {
-			withExtra = slices.Insert(withExtra, r.IntN(len(withExtra)+1), e)
-		}
+		rows, withExtra := neighbourDBs(r, 3+r.IntN(25), 2+r.IntN(8), len(o.Aggregates), o.Global)
 		seed := r.Uint64()
 		pa, pb := feed(t, o, rows), feed(t, o, withExtra)
 		a, b := boundFixed(pa, seed), boundFixed(pb, seed)
@@ -52,25 +36,9 @@ func TestSpreadNeighbourSensitivity(t *testing.T) {
 				t.Fatalf("%s has %d statistics", ag.Kind, len(ag.Stats))
 			}
 			for _, st := range ag.Stats {
-				var l1, l2 float64
-				changed := 0
-				for key, vb := range b.totals {
-					x := vb[si]
-					if va := a.totals[key]; va != nil {
-						x -= va[si]
-					}
-					if x == 0 {
-						continue
-					}
-					changed++
-					if x < -st.Units || x > st.Units {
-						t.Fatalf("iter %d %s %s key %q: moved %d units, sensitivity %d", it, ag.Kind, st.Name, key, x, st.Units)
-					}
-					l1 += math.Abs(float64(x))
-					l2 += float64(x) * float64(x)
-				}
-				if changed > d0 || l1 > float64(d0)*float64(st.Units) || math.Sqrt(l2) > math.Sqrt(float64(d0))*float64(st.Units)*(1+1e-12) {
-					t.Fatalf("iter %d %s %s: %d keys, ℓ1 %v ℓ2 %v, Δ0 %d, Units %d", it, ag.Kind, st.Name, changed, l1, math.Sqrt(l2), d0, st.Units)
+				changed, l1, l2 := moves(t, fmt.Sprintf("iter %d %s %s", it, ag.Kind, st.Name), a, b, si, st.Units)
+				if changed > d0 || l1 > float64(d0)*float64(st.Units) || l2 > math.Sqrt(float64(d0))*float64(st.Units)*(1+1e-12) {
+					t.Fatalf("iter %d %s %s: %d keys, ℓ1 %v ℓ2 %v, Δ0 %d, Units %d", it, ag.Kind, st.Name, changed, l1, l2, d0, st.Units)
 				}
 				si++
 			}

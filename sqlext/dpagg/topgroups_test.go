@@ -20,10 +20,7 @@ import (
 // most TopGroupsUnits·TopGroupsLossCap per grid value.
 func TestTopGroupsNeighbourSensitivity(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	iters := 600
-	if testing.Short() {
-		iters = 150
-	}
+	iters := iterations(600, 150)
 	for it := range iters {
 		o := Defaults()
 		o.MaxGroupsContributed = 1 + r.IntN(4)
@@ -34,16 +31,7 @@ func TestTopGroupsNeighbourSensitivity(t *testing.T) {
 			{Kind: VarPop, Lower: lo, Upper: lo + 3}}
 		d := 1 + r.IntN(5)
 		o.chosen = &Chosen{MaxGroupsContributed: o.MaxGroupsContributed, AggregateGroups: d}
-		nKeys := 2 + r.IntN(8)
-		var rows []row
-		for u := range 3 + r.IntN(25) {
-			rows = append(rows, genUser(r, fmt.Sprintf("u%d", u), nKeys, len(o.Aggregates))...)
-		}
-		r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-		withExtra := slices.Clone(rows)
-		for _, e := range genUser(r, "added", nKeys, len(o.Aggregates)) {
-			withExtra = slices.Insert(withExtra, r.IntN(len(withExtra)+1), e)
-		}
+		rows, withExtra := neighbourDBs(r, 3+r.IntN(25), 2+r.IntN(8), len(o.Aggregates), false)
 		seed, tie := r.Uint64(), r.Uint64()
 		pa, pb := feed(t, o, rows), feed(t, o, withExtra)
 		if pa.plan.AggregateGroups != d || pa.plan.statGroups() != d {
@@ -54,24 +42,9 @@ func TestTopGroupsNeighbourSensitivity(t *testing.T) {
 		si := 0
 		for _, ag := range pa.plan.Aggregates {
 			for _, st := range ag.Stats {
-				var l2 float64
-				changed := 0
-				for key, vb := range b.totals {
-					x := vb[si]
-					if va := a.totals[key]; va != nil {
-						x -= va[si]
-					}
-					if x == 0 {
-						continue
-					}
-					changed++
-					if x < -st.Units || x > st.Units {
-						t.Fatalf("iter %d %s %s key %s: moved by %d units, sensitivity %d", it, ag.Kind, st.Name, key, x, st.Units)
-					}
-					l2 += float64(x) * float64(x)
-				}
-				if b2 := math.Sqrt(float64(d)) * float64(st.Units); changed > d || math.Sqrt(l2) > b2*(1+1e-12) {
-					t.Fatalf("iter %d %s %s: %d keys moved (d = %d), ℓ2 %v > %v", it, ag.Kind, st.Name, changed, d, math.Sqrt(l2), b2)
+				changed, _, l2 := moves(t, fmt.Sprintf("iter %d %s %s", it, ag.Kind, st.Name), a, b, si, st.Units)
+				if b2 := math.Sqrt(float64(d)) * float64(st.Units); changed > d || l2 > b2*(1+1e-12) {
+					t.Fatalf("iter %d %s %s: %d keys moved (d = %d), ℓ2 %v > %v", it, ag.Kind, st.Name, changed, d, l2, b2)
 				}
 				if st.L2 != math.Sqrt(float64(d))*float64(st.Units)*st.Granularity {
 					t.Fatalf("plan's ℓ2 sensitivity %v is not for d = %d", st.L2, d)

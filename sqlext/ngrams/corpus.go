@@ -23,7 +23,10 @@ type Corpus struct {
 	// in id order, each user's distinct tokens added by ascending token id
 	// (Extractor.level1), grouped and prepared.
 	level1 *setunion.Prepared
-	bytes  int64
+	// bigrams are the corpus's bigrams, for a level 2 that is the last
+	// (bigrams.go).
+	bigrams *bigrams
+	bytes   int64
 }
 
 // Bytes returns the memory the corpus holds.
@@ -74,6 +77,8 @@ func (e *Extractor) Corpus() (*Corpus, error) {
 	for i := range out.toks.Len() {
 		out.bytes += 2*int64(len(out.toks.Bytes(uint32(i)))) + 8
 	}
+	out.bigrams = corpusBigrams(c)
+	out.bytes += out.bigrams.bytes()
 	return out, nil
 }
 

@@ -245,8 +245,6 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 		return res, nil
 	}
 
-	// cur[p] is the id in S_{k−1} of the (k−1)-gram starting at token p, or −1.
-	cur := make([]int32, len(c.tokens))
 	s1id := make([]int32, e.toks.Len())
 	for i := range s1id {
 		s1id[i] = -1
@@ -254,6 +252,20 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 	for id, t := range s1.last {
 		s1id[t] = int32(id)
 	}
+	if e.opts.MaxN == 2 && e.frozen != nil && e.frozen.bigrams != nil {
+		// Level 2 is the last: from the corpus's bigrams (bigrams.go).
+		start := time.Now()
+		s2, st, err := e.level(ctx, rng, c, 2, s1, 1, nil, nil, &bigramLevel{e.frozen.bigrams, s1id})
+		if err != nil {
+			return Result{}, err
+		}
+		st.Seconds = time.Since(start).Seconds()
+		e.finish(&res, st)
+		res.NGrams = e.texts(append(sets, s2))
+		return res, nil
+	}
+	// cur[p] is the id in S_{k−1} of the (k−1)-gram starting at token p, or −1.
+	cur := make([]int32, len(c.tokens))
 	for p, t := range c.tokens {
 		cur[p] = s1id[t]
 	}
@@ -269,7 +281,7 @@ func (e *Extractor) RunContext(ctx context.Context, rng *rand.Rand) (Result, err
 		if k > 2 {
 			nMid = sets[k-3].len()
 		}
-		sk, st, err := e.level(ctx, rng, c, k, sets[k-2], nMid, cur, itemAt)
+		sk, st, err := e.level(ctx, rng, c, k, sets[k-2], nMid, cur, itemAt, nil)
 		if err != nil {
 			return Result{}, err
 		}
@@ -369,11 +381,20 @@ func (e *Extractor) level1(ctx context.Context, rng *rand.Rand, c *corpus) (*gra
 	return s, st, nil
 }
 
+// bigramLevel is level 2's input from a frozen corpus's bigrams: the
+// bigrams and the S_1 id of each token (−1 if not in S_1).
+type bigramLevel struct {
+	bi   *bigrams
+	s1id []int32
+}
+
 // level runs level k ≥ 2 from prev = S_{k−1} (nMid = |S_{k−2}|, 1 for k = 2).
 // On entry cur holds the S_{k−1} ids of the (k−1)-grams at each position; on
 // return it holds the S_k ids of the k-grams. itemAt is scratch of the same
-// length.
-func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int, prev *gramSet, nMid int, cur, itemAt []int32) (*gramSet, LevelStats, error) {
+// length. With fast (k = 2 over a frozen corpus, the last level), level reads
+// the corpus's bigrams instead of the positions, with the same result
+// (bigrams.go), and cur and itemAt are nil and left alone.
+func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int, prev *gramSet, nMid int, cur, itemAt []int32, fast *bigramLevel) (*gramSet, LevelStats, error) {
 	lp := e.plan.Levels[k-1]
 	st := LevelStats{N: k, Rule: lp.Rule, Sigma: lp.Sigma, MaxItems: lp.MaxItems}
 	vs, err := newValidSet(prev, nMid)
@@ -394,11 +415,23 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	}
 
 	// Prune to V_k, then bound and build H_k user by user.
-	keys, intern := c.prune(k, cur, itemAt)
-	st.Candidates = len(keys)
-	order := c.order(rng, lp.Rule.Sequential())
-	h, pairs, err := c.histogram(ctx, k, lp.Rule, st.Gamma, len(keys), order, itemAt,
-		func(_ uint32, items []uint32) []uint32 { return securerand.SampleInPlace(rng, items, lp.MaxItems) })
+	bound := func(_ uint32, items []uint32) []uint32 { return securerand.SampleInPlace(rng, items, lp.MaxItems) }
+	var keys []uint64
+	var intern map[uint64]int32
+	var h *setunion.Histogram
+	var pairs int64
+	if fast != nil {
+		var dense []int32
+		keys, dense = fast.bi.candidates(fast.s1id)
+		st.Candidates = len(keys)
+		order := c.order(rng, lp.Rule.Sequential())
+		h, pairs, err = fast.bi.histogram(ctx, lp.Rule, st.Gamma, len(keys), order, dense, bound)
+	} else {
+		keys, intern = c.prune(k, cur, itemAt)
+		st.Candidates = len(keys)
+		order := c.order(rng, lp.Rule.Sequential())
+		h, pairs, err = c.histogram(ctx, k, lp.Rule, st.Gamma, len(keys), order, itemAt, bound)
+	}
 	if err != nil {
 		return nil, st, err
 	}
@@ -434,6 +467,9 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	sk.last = make([]uint32, len(sk.pre))
 	for i, b := range sk.suf {
 		sk.last[i] = prev.last[b]
+	}
+	if fast != nil {
+		return sk, st, nil // the last level: no cur to update
 	}
 
 	// cur ← S_k ids of the k-grams at each position.

@@ -221,7 +221,7 @@ func TestPruneBeforeBound(t *testing.T) {
 	c := newTestCorpus([][][]uint32{{row}})
 	for seed := range uint64(20) {
 		cur := h.cur(c)
-		_, st, err := e.level(t.Context(), securerand.NewSeeded(seed), c, 2, h.sets[0], 1, cur, make([]int32, len(cur)))
+		_, st, err := e.level(t.Context(), securerand.NewSeeded(seed), c, 2, h.sets[0], 1, cur, make([]int32, len(cur)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestBoundPerLevel(t *testing.T) {
 	row := []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	c := newTestCorpus([][][]uint32{{row}, {slices.Clone(row)}})
 	cur := h.cur(c)
-	_, st, err := e.level(t.Context(), securerand.NewSeeded(1), c, 2, h.sets[0], 1, cur, make([]int32, len(cur)))
+	_, st, err := e.level(t.Context(), securerand.NewSeeded(1), c, 2, h.sets[0], 1, cur, make([]int32, len(cur)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func TestLevelSpuriousCount(t *testing.T) {
 	var st LevelStats
 	for range runs {
 		cur := slices.Clone(cur0)
-		_, s, err := e.level(t.Context(), rng, c, 2, h.sets[0], 1, cur, make([]int32, len(cur)))
+		_, s, err := e.level(t.Context(), rng, c, 2, h.sets[0], 1, cur, make([]int32, len(cur)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,9 +2,11 @@
 // connection and prints what the driver reported as JSON. It reads a request
 // on standard input:
 //   {"host", "port", "user", "password", "database", "tls", "ca_file",
-//    "statements": [{"sql", "prepared", "args"} | {"meta", "args"}]}
+//    "statements": [{"sql", "prepared", "args", "warnings"} | {"meta", "args"}]}
 // and prints {"connect_error": {...}} or {"results": [{"columns", "types",
-// "rows", "error": {"code", "state", "message"}}]}.
+// "rows", "error": {"code", "state", "message"}, "warnings": [{"level",
+// "code", "message"}]}]} (warnings, from SHOW WARNINGS, when the statement
+// asks for them).
 //
 // Prepared statements are server-side (useServerPrepStmts=true), or
 // client-side with "client_side"; an argument "date:YYYY-MM-DD" is bound as
@@ -79,6 +81,9 @@ public final class DpsqlJdbc {
                     err.put("message", e.toString());
                     r.put("error", err);
                 }
+                if (Boolean.TRUE.equals(st.get("warnings"))) {
+                    r.put("warnings", warnings(conn));
+                }
                 results.add(r);
             }
         }
@@ -125,6 +130,30 @@ public final class DpsqlJdbc {
         try (Statement s = conn.createStatement()) {
             return s.execute(sql) ? read(s.getResultSet()) : new LinkedHashMap<>();
         }
+    }
+
+    /**
+     * SHOW WARNINGS on the connection, as [{level, code, message}]; a failure
+     * is reported as one warning of level "Error" with code 0.
+     */
+    static List<Object> warnings(Connection conn) {
+        List<Object> out = new ArrayList<>();
+        try (Statement s = conn.createStatement(); ResultSet rs = s.executeQuery("SHOW WARNINGS")) {
+            while (rs.next()) {
+                Map<String, Object> w = new LinkedHashMap<>();
+                w.put("level", rs.getString(1));
+                w.put("code", rs.getInt(2));
+                w.put("message", rs.getString(3));
+                out.add(w);
+            }
+        } catch (SQLException e) {
+            Map<String, Object> w = new LinkedHashMap<>();
+            w.put("level", "Error");
+            w.put("code", 0);
+            w.put("message", "SHOW WARNINGS failed: " + e.getMessage());
+            out.add(w);
+        }
+        return out;
     }
 
     static Map<String, Object> meta(DatabaseMetaData md, String m, List<Object> a) throws SQLException {

@@ -2,10 +2,12 @@
 
 Reads a request on standard input:
   {"host", "port", "user", "password", "database", "tls", "ca_file",
-   "statements": [{"sql", "prepared", "args"}]}
+   "statements": [{"sql", "prepared", "args", "warnings"}]}
 and prints {"connect_error": {...}} or {"results": [{"columns", "types",
-"rows", "error": {"code", "state", "message"}}]} as JSON, one connection for
-all statements so that session settings carry over.
+"rows", "error": {"code", "state", "message"}, "warnings": [{"level", "code",
+"message"}]}]} as JSON (warnings, from SHOW WARNINGS, when the statement asks
+for them), one connection for all statements so that session settings carry
+over.
 
 Every statement goes through pandas.read_sql(sqlalchemy.text(sql), conn,
 params=...), as a notebook user writes it. "?" parameters become SQLAlchemy
@@ -94,6 +96,12 @@ def run(conn, st):
     return {"columns": [str(c) for c in df.columns], "types": [str(t) for t in df.dtypes], "rows": rows}
 
 
+def warnings(conn):
+    """SHOW WARNINGS on the connection, as [{level, code, message}]."""
+    rows = conn.exec_driver_sql("SHOW WARNINGS").fetchall()
+    return [{"level": render(r[0]), "code": int(r[1]), "message": render(r[2])} for r in rows]
+
+
 def main():
     req = json.load(sys.stdin)
     connect_args = {"connect_timeout": 10, "charset": "utf8mb4"}
@@ -120,7 +128,12 @@ def main():
         print(json.dumps({"connect_error": error(e)}))
         return
     with conn:
-        results = [run(conn, st) for st in req["statements"]]
+        results = []
+        for st in req["statements"]:
+            r = run(conn, st)
+            if st.get("warnings"):
+                r["warnings"] = warnings(conn)
+            results.append(r)
     print(json.dumps({"results": results}))
 
 
