@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -10,7 +11,9 @@ import (
 	"sync"
 
 	"github.com/dolthub/go-mysql-server/sql"
+	"github.com/dolthub/go-mysql-server/sql/expression"
 
+	"github.com/dpsql/dpsql/release/sealed"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -64,13 +67,11 @@ func (g *rowGrouper) add(unit, item []byte, null bool) {
 	g.is = append(g.is, i)
 }
 
-// group returns the units and items in order of first row, and per unit
-// u its pairs ents[offs[u]:offs[u+1]] (setunion.GroupedEntry(item, rows),
-// ascending item) with each pair's first row in first.
-func (g *rowGrouper) group() (users, items []string, offs []uint32, ents []uint64, first []uint32) {
+// group returns the grouping of the recorded rows: a counting sort of
+// the rows by unit, each unit's rows in row order, then groupWords.
+func (g *rowGrouper) group() *grouping {
 	nu := g.users.Len()
-	users, items = g.users.Strings(), g.items.Strings()
-	// Counting sort of the rows by unit, each unit's rows in row order.
+	out := &grouping{users: g.users.Strings(), items: g.items.Strings(), occ: int64(len(g.us)), nullOcc: g.nullOcc, nnOrder: g.nnOrder}
 	start := make([]uint32, nu+1)
 	for _, u := range g.us {
 		start[u+1]++
@@ -85,75 +86,8 @@ func (g *rowGrouper) group() (users, items []string, offs []uint32, ents []uint6
 		pos[u]++
 	}
 	g.us, g.is, pos = nil, nil, nil
-	// Sort each unit's words by (item, row) and count its pairs, on all
-	// cores; then lay the pairs out.
-	pairs := make([]uint32, nu)
-	parallelUnits(start, func(u int) {
-		w := words[start[u]:start[u+1]]
-		slices.Sort(w)
-		n := uint32(0)
-		for j := range w {
-			if j == 0 || w[j]>>32 != w[j-1]>>32 {
-				n++
-			}
-		}
-		pairs[u] = n
-	})
-	offs = make([]uint32, nu+1)
-	for u := range nu {
-		offs[u+1] = offs[u] + pairs[u]
-	}
-	ents = make([]uint64, offs[nu])
-	first = make([]uint32, offs[nu])
-	parallelUnits(start, func(u int) {
-		w := words[start[u]:start[u+1]]
-		k := int(offs[u]) - 1
-		for j := range w {
-			if j == 0 || w[j]>>32 != w[j-1]>>32 {
-				k++
-				ents[k] = w[j] >> 32 << 32
-				first[k] = uint32(w[j])
-			}
-			if ents[k]&0xffffffff < 0xffffffff {
-				ents[k]++
-			}
-		}
-	})
-	return users, items, offs, ents, first
-}
-
-// parallelUnits calls f for every unit, splitting the units into
-// contiguous ranges of about equal rows (start[u]:start[u+1] are unit u's
-// rows) over the machine's cores.
-func parallelUnits(start []uint32, f func(u int)) {
-	nu := len(start) - 1
-	workers := min(runtime.GOMAXPROCS(0), max(nu, 1))
-	total := int(start[nu])
-	if workers <= 1 || total < 1<<16 {
-		for u := range nu {
-			f(u)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	lo := 0
-	for w := range workers {
-		hi := nu
-		if w < workers-1 {
-			target := uint32(total / workers * (w + 1))
-			hi, _ = slices.BinarySearch(start[:nu+1], target)
-			hi = max(hi, lo)
-		}
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			for u := lo; u < hi; u++ {
-				f(u)
-			}
-		}(lo, hi)
-		lo = hi
-	}
-	wg.Wait()
+	out.offs, out.ents, out.first = groupWords(start, words, len(out.items))
+	return out
 }
 
 // groupRowsParallel reads the table of scan (which has no filter) as
@@ -276,4 +210,124 @@ func merge(parts []*rowGrouper) *rowGrouper {
 		*p = rowGrouper{} // let its memory go
 	}
 	return g
+}
+
+// columnBuild returns the build of the index of column keyCol, which
+// stops when ctx ends.
+func columnBuild(ctx context.Context, table sql.Table, db, tname, unitCol, keyCol string) (indexBuild, bool) {
+	sch := table.Schema()
+	ki := sch.IndexOfColName(keyCol)
+	if ki < 0 {
+		return nil, false
+	}
+	kc := sch[ki]
+	keyExpr := expression.NewGetFieldWithTable(ki, 0, kc.Type, db, tname, kc.Name, kc.Nullable)
+	return func() (any, int64, string, error) {
+		idx, err := buildIndex(sql.NewContext(ctx), table, db, tname, unitCol, keyExpr, sealed.DefaultLimits())
+		if err != nil {
+			return nil, 0, "", err
+		}
+		return idx, idx.bytes, indexSummary(idx), nil
+	}, true
+}
+
+// buildIndex reads table once, as a release's scan with the one key
+// keyExpr (a column, or an expression evaluated under ctx's session and
+// lim) and no filter, and groups its pairs: from the columns' codes when
+// the key is a plain column of a table that gives them (groupCoded),
+// otherwise by reading the rows on all cores (groupRows).
+func buildIndex(ctx *sql.Context, table sql.Table, db, name, unitCol string, keyExpr sql.Expression, lim sealed.Limits) (*Index, error) {
+	scan, err := NewScan(ctx, db, name, table, unitCol, Expr{}, []Expr{{E: keyExpr, Where: "index key"}}, lim)
+	if err != nil {
+		return nil, err
+	}
+	g, ok, err := scan.groupCoded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if g, err = scan.groupRows(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return newIndex(g)
+}
+
+// groupRows reads the rows of the scan (one key, no filter) on all cores
+// as Scan.Run does and groups the pairs they give (rowGrouper): the
+// pairs, counts and first rows a setunion.Builder and a map of first rows
+// would give, without a map per pair.
+func (s *Scan) groupRows(ctx *sql.Context) (*grouping, error) {
+	grp, err := groupRowsParallel(ctx, s, func(g *rowGrouper, row *Row) {
+		v, ok := row.Key(0)
+		if !ok {
+			return // never for a column; as the release's scan does
+		}
+		if str, isStr := v.(string); isStr && !row.texters[0].byType {
+			// A string's text is the string itself (Texter.Text): no copy.
+			g.item = keyItem(g.item[:0], v, str)
+		} else {
+			var text []byte
+			if v != nil {
+				text, _ = row.KeyText(0)
+			}
+			g.item = keyItem(g.item[:0], v, text)
+		}
+		g.add(row.Unit(), g.item, v == nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return grp.group(), nil
+}
+
+// newIndex makes the index of a build's grouping, its views and their
+// preparations for releases, and counts the memory it holds.
+func newIndex(g *grouping) (*Index, error) {
+	x := &Index{users: g.users, items: g.items, offs: g.offs, ents: g.ents, first: g.first, occ: g.occ, null: -1, nullOcc: g.nullOcc}
+	if x.nullOcc > 0 {
+		x.nnOrder = g.nnOrder
+		for i, it := range x.items {
+			if it == "\x00" {
+				x.null = i
+			}
+		}
+	}
+	x.bytes = int64(len(x.ents))*12 + int64(len(x.offs))*4 + int64(len(x.first))*4 + int64(len(x.nnOrder))*4
+	for _, s := range x.users {
+		x.bytes += int64(len(s)) + 16
+	}
+	for _, s := range x.items {
+		x.bytes += int64(len(s)) + 16
+	}
+	x.views[DistinctView] = setunion.Grouped{Users: x.users, Items: x.items, Lists: x.lists(), Occurrences: x.occ}
+	x.bytes += int64(len(x.users)) * 24
+	same := x.null < 0 && !x.tagged()
+	if same {
+		x.views[ValueView] = x.views[DistinctView]
+	} else {
+		var vb int64
+		x.views[ValueView], vb = x.valueView()
+		x.bytes += vb
+	}
+	// Prepared once for every release (setunion.NewPreparedBuilder): 4 B
+	// a pair, 12 B an item and 8 B a user more per distinct view.
+	for v := range x.views {
+		if v == ValueView && same {
+			x.prepared[v] = x.prepared[DistinctView]
+			continue
+		}
+		p, err := setunion.Prepare(x.views[v])
+		if err != nil {
+			return nil, err
+		}
+		x.prepared[v] = p
+		g := x.views[v]
+		var pairs int
+		for _, l := range g.Lists {
+			pairs += len(l)
+		}
+		x.bytes += 4*int64(pairs) + 12*int64(len(g.Items)) + 8*int64(len(g.Users))
+	}
+	return x, nil
 }

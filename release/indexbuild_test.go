@@ -52,7 +52,8 @@ func TestRowGrouperAsBuilder(t *testing.T) {
 			m.nullOcc != g.nullOcc || !reflect.DeepEqual(m.users.Strings(), g.users.Strings()) || !reflect.DeepEqual(m.items.Strings(), g.items.Strings()) {
 			t.Fatalf("trial %d: the merged workers differ from one grouper", trial)
 		}
-		us, items, offs, ents, firsts := g.group()
+		gr := g.group()
+		us, items, offs, ents, firsts := gr.users, gr.items, gr.offs, gr.ents, gr.first
 		if !reflect.DeepEqual(us, want.Users) || !reflect.DeepEqual(items, want.Items) {
 			t.Fatalf("trial %d: users or items differ", trial)
 		}

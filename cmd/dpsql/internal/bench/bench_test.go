@@ -19,6 +19,9 @@ var (
 	engine     *sqle.Engine
 	engineErr  error
 	engineRows int
+	// engineProvider is the provider of engine's table, for benchmarks
+	// that make engines of their own over it.
+	engineProvider *storage.Provider
 )
 
 // corpusEngine builds, once per process, an engine over t(user_id, word)
@@ -41,6 +44,7 @@ func corpusEngine(b *testing.B) *sqle.Engine {
 			engineErr = err
 			return
 		}
+		engineProvider = p
 		engine, engineErr = NewEngine(p)
 	})
 	if engineErr != nil {
