@@ -466,7 +466,12 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	res.Stats.DistinctItems = len(p.keyNames)
 	res.Stats.Pairs = p.pairs
 	res.Rows = make([]Row, 0, len(sel.Items))
-	for _, key := range sel.Items {
+	for n, key := range sel.Items {
+		if n%64 == 63 { // a quantile's sampler takes about a millisecond per key
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		row, err := p.noisyRow(rng, tot, p.keyIdx[key], true)
 		if err != nil {
 			return nil, err
