@@ -157,28 +157,29 @@ func (q *quantileNoise) envelope(vals []uint32, b *samplerBufs, w *samplerWork) 
 	lam, _ := new(big.Rat).SetFrac(q.lamNum, q.lamDen).Float64()
 	lo, hi := 0, 0 // #vals < j, #vals ≤ j
 	var z float64
+	ws := b.w[:g]
+	es := b.e[:g]
 	for j := range g {
 		for lo < len(vals) && int(vals[lo]) < j {
 			lo++
-			w.Input++
 		}
 		hi = max(hi, lo)
 		for hi < len(vals) && int(vals[hi]) <= j {
 			hi++
-			w.Input++
 		}
 		e := uint64(max(0, q.p*n-q.q*int64(hi), q.q*int64(lo)-q.p*n))
-		b.e[j] = e
-		b.w[j] = math.Exp(-lam * float64(e))
-		z += b.w[j]
-		w.Grid++
+		es[j] = e
+		ws[j] = math.Exp(-lam * float64(e))
+		z += ws[j]
 	}
 	s := math.Ldexp(1-0x1p-34, proposalBits) / z
-	b.pre[0] = 0
-	for j := range g {
-		b.pre[j+1] = b.pre[j] + uint64(math.Ceil(b.w[j]*s*(1+0x1p-36))) + 1
-		w.Grid++
+	pre := b.pre[:g+1]
+	pre[0] = 0
+	for j, wj := range ws {
+		pre[j+1] = pre[j] + uint64(math.Ceil(wj*s*(1+0x1p-36))) + 1
 	}
+	w.Input += 2 * len(vals) // each value is passed by lo and by hi
+	w.Grid += 2 * g
 	if b.pre[g] > 1<<proposalBits {
 		return nil, errors.New("dpagg: internal error: quantile envelope exceeds 2^62")
 	}
