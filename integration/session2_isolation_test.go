@@ -109,11 +109,18 @@ func session2Attacks() []session2Attack {
 	add(false, "derived/inner_filter_cast", append(bounds, "SELECT s.note, COUNT(*), SUM(s.n) FROM (SELECT note, n, secret FROM people WHERE "+castV+") AS s GROUP BY s.note")...)
 	add(false, "derived/inner_value_panic", append(bounds, "SELECT COUNT(*), SUM(s.v) FROM (SELECT IF("+victim+", LOCATE('a', email, -3224116), n) AS v FROM people WHERE user_id <> 'victim') s")...)
 	add(false, "derived/outer_filter_division", append(bounds, "SELECT COUNT(*), MEDIAN(s.n) FROM (SELECT user_id, n FROM people) AS s WHERE IF(s."+victim+", 1 DIV (s.n - 424242), 1) IS NOT NULL AND s.user_id <> 'victim'")...)
+	// Session state from inside a merged derived table, and the outer
+	// query's SQL_CALC_FOUND_ROWS.
+	add(false, "derived/assign_state", append(bounds, "SELECT COUNT(*), SUM(s.n) FROM (SELECT n, (@x := secret) AS sec FROM people WHERE "+victim+") s")...)
+	add(false, "derived/last_insert_id", append(bounds, "SELECT s.note, COUNT(*) FROM (SELECT note FROM people WHERE LAST_INSERT_ID(n) > 0 AND "+victim+") s GROUP BY s.note")...)
+	add(false, "derived/found_rows", append(bounds, "SELECT SQL_CALC_FOUND_ROWS s.note, COUNT(*) FROM (SELECT note FROM people WHERE "+castV+") s GROUP BY s.note LIMIT 1")...)
 	add(false, "derived/refused_limit", "SELECT COUNT(*) FROM (SELECT n FROM people WHERE "+victim+" LIMIT 1) s")
 
 	// BigQuery's clause.
 	add(false, "bigquery/filter_cast", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 0.001, delta = 1e-6, max_groups_contributed = 1, privacy_unit_column = user_id) note, COUNT(*), AVG(n) FROM people WHERE "+castV+" GROUP BY note")
 	add(false, "bigquery/global_panic", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 0.001, delta = 1e-6, privacy_unit_column = user_id) COUNT(*), SUM(n) FROM people WHERE user_id <> 'victim' AND "+panicV)
+	add(false, "bigquery/public_keys", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 0.001, delta = 1e-6, privacy_unit_column = user_id) l.k, COUNT(*), MEDIAN(p.n) FROM lookup l LEFT JOIN people p ON p.note = l.k AND IF("+pv+", CAST(p.secret AS SIGNED), 1) = 1 GROUP BY l.k")
+	add(false, "bigquery/derived", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 0.001, delta = 1e-6, privacy_unit_column = user_id) s.note, COUNT(*) FROM (SELECT note, user_id FROM people WHERE "+castV+") s GROUP BY s.note")
 	add(false, "bigquery/wrong_unit", "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(privacy_unit_column = email) note, COUNT(*) FROM people WHERE "+victim+" GROUP BY note")
 	return out
 }
