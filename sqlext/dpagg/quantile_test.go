@@ -171,6 +171,10 @@ func TestQuantileSamplerExact(t *testing.T) {
 		{[]uint32{1, 2, 2, 3, 7}, 1, 2, 3, 4},
 		{[]uint32{0, 1, 3, 3, 8, 8, 8}, 1, 3, 5, 2},
 		{[]uint32{4, 5}, 1, 2, 1, 1},
+		// λ·e beyond 256 (the capped bracket's lower bound is 0) and
+		// beyond float64's range for far candidates.
+		{[]uint32{4, 4, 4, 4}, 1, 2, 100, 1},
+		{[]uint32{2, 6}, 1, 2, 300, 1},
 	} {
 		q := &quantileNoise{p: c.p, q: c.q, cands: 9, lamNum: big.NewInt(c.num), lamDen: big.NewInt(c.den)}
 		if c.den&(c.den-1) == 0 {
