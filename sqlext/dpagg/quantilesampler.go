@@ -340,28 +340,45 @@ const expTableBytes = 6
 
 // expTables holds brackets of exp(−i), i = 0 … expCap, and of
 // exp(−b·2^(−8(k+1))), b < 256, k < expTableBytes, at precision expPrec,
-// computed once by the uncapped method (rounded outwards).
-var expTables = sync.OnceValue(func() (t struct{ ilo, ihi, flo, fhi [][]*big.Float }) {
+// rounded outwards. They are computed when the package is initialised
+// (about 2,000 big-float operations), not at the first quantile: a first
+// use that paid for them would tell an analyst whether anyone had released
+// a quantile since the server started.
+var expTab = newExpTables()
+
+type expTablesT struct{ ilo, ihi, flo, fhi [][]*big.Float }
+
+func expTables() *expTablesT { return expTab }
+
+// newExpTables computes the tables as powers of a bracketed base: entry b
+// of a table is base^b, with every product rounded down for the lower
+// bound and up for the upper one (the base exp(−1) or exp(−2^(−8(k+1)))
+// bracketed by expSeries), at 32 bits more than expPrec.
+func newExpTables() *expTablesT {
+	const prec = expPrec + 32
 	w := new(samplerWork)
-	bracket := func(num int64, shift uint) (*big.Float, *big.Float) {
-		y := new(big.Float).SetPrec(expPrec).SetMantExp(big.NewFloat(float64(num)), -int(shift)) // exact
-		lo, hi := expSeries(y, y, expPrec+32, w)
-		l := new(big.Float).SetPrec(expPrec).SetMode(big.ToNegativeInf).Set(lo)
-		h := new(big.Float).SetPrec(expPrec).SetMode(big.ToPositiveInf).Set(hi)
-		return l, h
-	}
-	t.ilo, t.ihi = [][]*big.Float{make([]*big.Float, expCap+1)}, [][]*big.Float{make([]*big.Float, expCap+1)}
-	for i := range expCap + 1 {
-		t.ilo[0][i], t.ihi[0][i] = bracket(int64(i), 0)
-	}
-	for k := range expTableBytes {
-		t.flo, t.fhi = append(t.flo, make([]*big.Float, 256)), append(t.fhi, make([]*big.Float, 256))
-		for b := range 256 {
-			t.flo[k][b], t.fhi[k][b] = bracket(int64(b), uint(8*(k+1)))
+	powers := func(n int, shift uint) (lo, hi []*big.Float) {
+		y := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), -int(shift)) // exact
+		blo, bhi := expSeries(y, y, prec, w)
+		l := new(big.Float).SetPrec(prec).SetMode(big.ToNegativeInf).SetInt64(1)
+		h := new(big.Float).SetPrec(prec).SetMode(big.ToPositiveInf).SetInt64(1)
+		for range n {
+			lo = append(lo, new(big.Float).SetPrec(expPrec).SetMode(big.ToNegativeInf).Set(l))
+			hi = append(hi, new(big.Float).SetPrec(expPrec).SetMode(big.ToPositiveInf).Set(h))
+			l = new(big.Float).SetPrec(prec).SetMode(big.ToNegativeInf).Mul(l, blo)
+			h = new(big.Float).SetPrec(prec).SetMode(big.ToPositiveInf).Mul(h, bhi)
 		}
+		return lo, hi
+	}
+	t := new(expTablesT)
+	ilo, ihi := powers(expCap+1, 0)
+	t.ilo, t.ihi = [][]*big.Float{ilo}, [][]*big.Float{ihi}
+	for k := range expTableBytes {
+		flo, fhi := powers(256, uint(8*(k+1)))
+		t.flo, t.fhi = append(t.flo, flo), append(t.fhi, fhi)
 	}
 	return t
-})
+}
 
 // expNegTable bounds exp(−y) from above (up) or below, y ≥ 0 of precision
 // expPrec, in a fixed number of operations: y = i + f, i = min(⌊y⌋, 256),
