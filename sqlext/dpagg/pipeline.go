@@ -73,6 +73,7 @@ type Pipeline struct {
 	publicSet  map[string]struct{}
 
 	quant   []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
+	qbufs   *samplerBufs   // the quantile sampler's scratch, one per release (quantilesampler.go)
 	tieSeed uint64         // orders tied keys in aggregateKeys, drawn per release
 	keyTie  []uint64       // tieHash of every key, computed once
 }

@@ -311,7 +311,10 @@ func (p *Pipeline) releaseQuantile(rng *rand.Rand, ai int, k int) (float64, erro
 		slices.Sort(vals)
 	}
 	a := &p.plan.Aggregates[ai]
-	j, err := a.Stats[0].quant.sample(rng, vals)
+	if p.qbufs == nil {
+		p.qbufs = new(samplerBufs)
+	}
+	j, err := a.Stats[0].quant.sampleWith(rng, vals, p.qbufs, nil)
 	if err != nil {
 		return 0, err
 	}

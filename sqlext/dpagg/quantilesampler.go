@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"math/bits"
 	"math/rand/v2"
-	"sync"
 )
 
 // The quantile's exact sampler, with work that does not depend on the data.
@@ -89,7 +88,10 @@ type samplerWork struct {
 }
 
 // samplerBufs is one sampler's scratch: energies, float weights and prefix
-// sums of the envelope, (G+1)·24 bytes, pooled across keys and releases.
+// sums of the envelope, (G+1)·24 bytes, and its big numbers. A release
+// keeps one for all its keys (Pipeline.qbufs); it is not shared across
+// releases, whose first allocation would then depend on other analysts'
+// quantiles (a warm pool).
 type samplerBufs struct {
 	e   []uint64
 	w   []float64
@@ -97,21 +99,23 @@ type samplerBufs struct {
 	x   *bigScratch
 }
 
-var samplerPool = sync.Pool{New: func() any { return new(samplerBufs) }}
-
 // sample draws a grid index j with probability ∝ exp(−λ·e_j), exactly,
 // with data-independent work (see above).
 func (q *quantileNoise) sample(rng *rand.Rand, vals []uint32) (int, error) {
-	return q.sampleCounted(rng, vals, nil)
+	return q.sampleWith(rng, vals, new(samplerBufs), nil)
 }
 
-// sampleCounted is sample, adding its work to w when w is not nil.
+// sampleCounted is sample, adding its work to w.
 func (q *quantileNoise) sampleCounted(rng *rand.Rand, vals []uint32, w *samplerWork) (int, error) {
+	return q.sampleWith(rng, vals, new(samplerBufs), w)
+}
+
+// sampleWith is sample with scratch b, adding its work to w when w is not
+// nil.
+func (q *quantileNoise) sampleWith(rng *rand.Rand, vals []uint32, b *samplerBufs, w *samplerWork) (int, error) {
 	if w == nil {
 		w = new(samplerWork)
 	}
-	b := samplerPool.Get().(*samplerBufs)
-	defer samplerPool.Put(b)
 	env, err := q.envelope(vals, b, w)
 	if err != nil {
 		return 0, err
