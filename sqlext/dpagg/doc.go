@@ -186,9 +186,10 @@
 //
 // A user moves every e_j of a key by at most Δu, on at most Δ0 keys, so
 // the aggregate is Δ0·ε_q-DP and Δ0·ε_q²/8-zCDP (ε_q-bounded range); ε_q is
-// the aggregate's share, ε_i/Δ0 or √(8ρ_i/Δ0), Δ0 being the keys the aggregates count (AggregateGroups when chosen, §21 of docs/privacy.md). The draw is exact:
-// rejection from the uniform candidate with acceptance exp(−λ·e_j) sampled
-// by noise.BernoulliExp on integers. See quantile.go.
+// the aggregate's share, ε_i/Δ0 or √(8ρ_i/Δ0), Δ0 being the keys the aggregates count (AggregateGroups when chosen, §21 of docs/privacy.md). The draw is exact,
+// with work independent of the data: rejection from an envelope over the
+// whole grid, three tries of fixed work, each decided exactly by a
+// directed-rounding bracket of exp(−λ·e_j). See quantilesampler.go.
 //
 // # Limits
 //

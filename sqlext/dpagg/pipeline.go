@@ -73,6 +73,7 @@ type Pipeline struct {
 	publicSet  map[string]struct{}
 
 	quant   []*quantileCol // per aggregate: a quantile's values (quantile.go), else nil
+	qbufs   *samplerBufs   // the quantile sampler's scratch, one per release (quantilesampler.go)
 	tieSeed uint64         // orders tied keys in aggregateKeys, drawn per release
 	keyTie  []uint64       // tieHash of every key, computed once
 }
@@ -466,7 +467,12 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	res.Stats.DistinctItems = len(p.keyNames)
 	res.Stats.Pairs = p.pairs
 	res.Rows = make([]Row, 0, len(sel.Items))
-	for _, key := range sel.Items {
+	for n, key := range sel.Items {
+		if n%64 == 63 { // a quantile's sampler takes about a millisecond per key
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		row, err := p.noisyRow(rng, tot, p.keyIdx[key], true)
 		if err != nil {
 			return nil, err

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sort"
 
 	"github.com/dpsql/dpsql/sqlext/explain"
-	"github.com/dpsql/dpsql/sqlext/noise"
 )
 
 // Quantiles (SQL MEDIAN(x) and PERCENTILE_CONT(x, p)), per key or global,
@@ -64,17 +62,15 @@ import (
 // needs (the mechanism runs on every key of the universe; only selected
 // keys are shown).
 //
-// Exact sampling. Rejection: draw j uniformly from the G+1 candidates
-// (Uint64N, exactly uniform) and accept with probability exp(−λ·e_j),
-// sampled by noise.BernoulliExp from the integers λ's numerator·e_j and
-// its denominator (CKS20 Algorithm 1). The accepted j has exactly the
-// distribution above (min e_j = 0, so no acceptance probability exceeds 1),
-// and no floating-point operation takes part in any decision; the output
-// c_j is one of the G+1 data-independent floats (no Mironov-style gaps).
-// The number of tries is geometric with mean (G+1)/Σ_j exp(−λ·e_j): at
-// most G+1, and about 1 + λ·Q·n/… when the data are dense, so the work
-// per key is bounded by the grid and grows with the key's values like the
-// rest of the release (its timing is not hidden, docs/privacy.md §12).
+// Exact sampling with data-independent work (quantilesampler.go): an
+// envelope over the whole grid computed in a fixed number of iterations,
+// then a fixed number of rejection tries, each a fixed number of draws and
+// an exact comparison with rigorous bounds of exp(−λ·e_j). The accepted j
+// has exactly the distribution above; no floating-point operation takes
+// part in a decision without a proven error bound; the output c_j is one
+// of the G+1 data-independent floats (no Mironov-style gaps). The work —
+// draws, loop iterations, big-float operations — is a function of G, λ and
+// the level only, except on an event of probability below 2^−94 per key.
 //
 // Accuracy. By the exponential mechanism's utility theorem, with
 // probability 0.95 the released candidate's rank is within
@@ -315,7 +311,10 @@ func (p *Pipeline) releaseQuantile(rng *rand.Rand, ai int, k int) (float64, erro
 		slices.Sort(vals)
 	}
 	a := &p.plan.Aggregates[ai]
-	j, err := a.Stats[0].quant.sample(rng, vals)
+	if p.qbufs == nil {
+		p.qbufs = new(samplerBufs)
+	}
+	j, err := a.Stats[0].quant.sampleWith(rng, vals, p.qbufs, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -335,91 +334,6 @@ func (q *quantileNoise) energyOf(n, lo, hi int64) (uint64, error) {
 		return 0, errors.New("dpagg: too many values under one key for a quantile")
 	}
 	return uint64(max(0, q.p*n-q.q*hi, q.q*lo-q.p*n)), nil
-}
-
-// cumulative returns cum with cum[j] = #{v < j} for j = 0 … cands (so
-// lo_j = cum[j], hi_j = cum[j+1]): one pass, for keys with many values,
-// where two binary searches per try would dominate.
-func (q *quantileNoise) cumulative(vals []uint32) []uint32 {
-	cum := make([]uint32, q.cands+1)
-	i := 0
-	for j := range cum {
-		for i < len(vals) && int(vals[i]) < j {
-			i++
-		}
-		cum[j] = uint32(i)
-	}
-	return cum
-}
-
-// sample draws a grid index j with probability ∝ exp(−λ·e_j), exactly,
-// by rejection from the uniform distribution (see above).
-func (q *quantileNoise) sample(rng *rand.Rand, vals []uint32) (int, error) {
-	a := newAcceptor(q)
-	var cum []uint32
-	n := int64(len(vals))
-	for tries := 0; ; tries++ {
-		if tries == 256 && n > 4096 && n < math.MaxUint32 {
-			cum = q.cumulative(vals) // many tries ahead: count once
-		}
-		j := int(rng.Uint64N(q.cands))
-		var en uint64
-		var err error
-		if cum != nil {
-			en, err = q.energyOf(n, int64(cum[j]), int64(cum[j+1]))
-		} else {
-			en, err = q.energy(vals, j)
-		}
-		if err != nil {
-			return 0, err
-		}
-		if en == 0 || a.accept(rng, en) {
-			return j, nil
-		}
-	}
-}
-
-// acceptor samples Bernoulli(exp(−λ·e)) for λ = lamNum/2^lamBits, exactly:
-// exp(−γ) = exp(−1)^⌊γ⌋ · exp(−(γ − ⌊γ⌋)), the integer part as
-// independent Bernoulli(e^−1) draws stopped at the first failure (fewer
-// than 1.6 on average) and the fraction by noise.BernoulliExp on
-// machine words when λ's denominator fits; big integers otherwise.
-type acceptor struct {
-	q            *quantileNoise
-	num          uint64 // lamNum, when it and 2^lamBits fit in 63 bits
-	small        bool
-	one, rem, dd *big.Int
-	n, e         *big.Int
-}
-
-func newAcceptor(q *quantileNoise) *acceptor {
-	a := &acceptor{q: q, one: big.NewInt(1), rem: new(big.Int), dd: new(big.Int), n: new(big.Int), e: new(big.Int)}
-	a.dd.Lsh(a.one, q.lamBits)
-	if q.lamNum.IsUint64() && q.lamBits <= 62 && a.dd.Cmp(q.lamDen) == 0 {
-		a.num, a.small = q.lamNum.Uint64(), true
-	}
-	return a
-}
-
-func (a *acceptor) accept(rng *rand.Rand, en uint64) bool {
-	if a.small {
-		hi, lo := bits.Mul64(en, a.num) // γ·2^k = hi·2^64 + lo
-		k := a.q.lamBits
-		if hi>>k == 0 {
-			intPart := lo >> k
-			if k > 0 {
-				intPart |= hi << (64 - k)
-			}
-			for range intPart {
-				if !noise.BernoulliExp(rng, a.one, a.one) {
-					return false
-				}
-			}
-			return noise.BernoulliExp(rng, a.rem.SetUint64(lo&(1<<k-1)), a.dd)
-		}
-	}
-	a.n.Mul(a.e.SetUint64(en), a.q.lamNum)
-	return noise.BernoulliExp(rng, a.n, a.q.lamDen)
 }
 
 // quantileProbabilities returns the exact release distribution over the

@@ -153,6 +153,10 @@ func TestQuantileSamplerExact(t *testing.T) {
 		{[]uint32{1, 2, 2, 3, 7}, 1, 2, 3, 4},
 		{[]uint32{0, 1, 3, 3, 8, 8, 8}, 1, 3, 5, 2},
 		{[]uint32{4, 5}, 1, 2, 1, 1},
+		// λ·e beyond 256 (the capped bracket's lower bound is 0) and
+		// beyond float64's range for far candidates.
+		{[]uint32{4, 4, 4, 4}, 1, 2, 100, 1},
+		{[]uint32{2, 6}, 1, 2, 300, 1},
 	} {
 		q := &quantileNoise{p: c.p, q: c.q, cands: 9, lamNum: big.NewInt(c.num), lamDen: big.NewInt(c.den)}
 		if c.den&(c.den-1) == 0 {
@@ -351,22 +355,24 @@ func TestQuantileThinning(t *testing.T) {
 	}
 }
 
-// TestQuantileCumulative: the one-pass counts of large keys give the same
-// energies as the binary searches.
+// TestQuantileCumulative: the envelope's one-pass energies equal those of
+// the binary searches.
 func TestQuantileCumulative(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 48))
-	q := &quantileNoise{p: 9, q: 10, cands: 1<<QuantileGridBits + 1}
+	q := &quantileNoise{p: 9, q: 10, cands: 1<<QuantileGridBits + 1, lamNum: big.NewInt(1), lamDen: big.NewInt(1 << 20), lamBits: 20}
 	vals := make([]uint32, 5000)
 	for i := range vals {
 		vals[i] = uint32(r.IntN(300)) * 200
 	}
 	slices.Sort(vals)
-	cum := q.cumulative(vals)
+	env, err := q.envelope(vals, new(samplerBufs), new(samplerWork))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for j := range int(q.cands) {
 		a, _ := q.energy(vals, j)
-		b, _ := q.energyOf(int64(len(vals)), int64(cum[j]), int64(cum[j+1]))
-		if a != b {
-			t.Fatalf("grid %d: energy %d by search, %d by counts", j, a, b)
+		if a != env.e[j] {
+			t.Fatalf("grid %d: energy %d by search, %d by the envelope's pass", j, a, env.e[j])
 		}
 	}
 }

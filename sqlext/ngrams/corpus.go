@@ -66,11 +66,13 @@ func (e *Extractor) Corpus() (*Corpus, error) {
 	if out.level1, err = setunion.Prepare(b.Grouped()); err != nil {
 		return nil, err
 	}
+	out.level1.BuildLookup() // shared by every analyst's releases: built now, not at the first (setunion.Prepared.BuildLookup)
 	g := out.level1.Grouped()
 	// Tokens, rows, users; level 1's lists (8 B a pair), names and the
 	// prepared sums and flat ids (4 B a pair, 12 B an item, 8 B a user).
 	out.bytes = 4*int64(len(c.tokens)+len(c.rowEnd)+len(c.userStart)+len(c.byUser)) + 16*int64(out.toks.Len()+2*len(c.names)) +
-		12*int64(len(g.Items)) + 8*int64(len(g.Users))
+		12*int64(len(g.Items)) + 8*int64(len(g.Users)) +
+		48*int64(len(g.Items)) // the item lookup (BuildLookup): a map entry per item, its strings shared
 	for u, name := range c.names {
 		out.bytes += int64(len(name)) + 24 + 12*int64(len(g.Lists[u]))
 	}

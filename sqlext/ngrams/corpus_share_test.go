@@ -120,6 +120,11 @@ func TestCorpusOnce(t *testing.T) {
 	if c.Stats().Tokens != 2 || c.Bytes() <= 0 {
 		t.Fatalf("stats %+v, %d bytes", c.Stats(), c.Bytes())
 	}
+	// Shared by every analyst's releases: nothing is left to build at the
+	// first release (a first use that paid for it would be a warm cache).
+	if !c.level1.LookupBuilt() {
+		t.Fatal("the corpus's item lookup is built lazily, by the first release")
+	}
 	if _, err := e.Corpus(); err == nil {
 		t.Fatal("a second Corpus succeeded")
 	}

@@ -29,8 +29,7 @@ type Prepared struct {
 	itemOcc   []uint64
 	occ       uint64 // Σ itemOcc, saturating counts as in the lists
 
-	sizesOnce sync.Once
-	sizes     []int // users' distinct-item counts, ascending (private Δ0)
+	sizes []int // users' distinct-item counts, ascending (private Δ0)
 
 	flatL flatLists
 
@@ -83,6 +82,15 @@ func Prepare(g Grouped) (*Prepared, error) {
 		return nil, fmt.Errorf("grouped input: item %d repeats an earlier one", i)
 	}
 	p.flatL = fl
+	// Computed here, not at the first release that needs them: a Prepared
+	// of a server-built index is shared by every analyst, and a first use
+	// that paid for the sort would tell an analyst whether another had
+	// released from it (docs/privacy.md §12.2).
+	p.sizes = make([]int, len(g.Lists))
+	for u, l := range g.Lists {
+		p.sizes[u] = len(l)
+	}
+	slices.Sort(p.sizes)
 	p.stats = Stats{Occurrences: g.Occurrences, Users: len(g.Users), Pairs: int64(pairs), DistinctItems: len(g.Items)}
 	return p, nil
 }
@@ -95,16 +103,7 @@ func (p *Prepared) Grouped() Grouped { return p.g }
 func (p *Prepared) Stats() Stats { return p.stats }
 
 // userSizes returns every user's number of distinct items, ascending.
-func (p *Prepared) userSizes() []int {
-	p.sizesOnce.Do(func() {
-		p.sizes = make([]int, len(p.g.Lists))
-		for u, l := range p.g.Lists {
-			p.sizes[u] = len(l)
-		}
-		slices.Sort(p.sizes)
-	})
-	return p.sizes
-}
+func (p *Prepared) userSizes() []int { return p.sizes }
 
 // flatLists holds every user's item ids consecutively: user u's are
 // ids[off[u]:off[u+1]], ascending, as in its list.
@@ -117,6 +116,15 @@ type flatLists struct {
 // histograms of a release read them several times, and reading half the
 // bytes from one array costs far less than following every user's list.
 func (p *Prepared) flat() *flatLists { return &p.flatL }
+
+// BuildLookup builds the item → id map that Result.InSupport reads. A
+// Prepared shared across analysts (a server-built corpus) must build it
+// before its first release: built lazily, its cost would tell an analyst
+// whether another had released from it.
+func (p *Prepared) BuildLookup() { p.lookup("") }
+
+// LookupBuilt reports whether the item → id map is built.
+func (p *Prepared) LookupBuilt() bool { return p.index != nil }
 
 // lookup returns the id of item.
 func (p *Prepared) lookup(item string) (uint32, bool) {
