@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
@@ -30,6 +31,15 @@ func Aggregates(p *dpagg.Plan) (Cost, error) {
 			return Basic(p.Epsilon, p.Delta), nil
 		}
 		c.Rho, c.GaussianRho, c.ThresholdFail = sel.Rho, sel.GaussianRho, sel.ThresholdFail
+	}
+	if b := p.Bounds; b != nil && b.NoiseChoice {
+		// The noise family is chosen with the bounds: the aggregates are
+		// (ε_a, δ_a)-DP either way but ρ-zCDP only if Gaussian, so they are
+		// charged by basic composition whatever is chosen (dpagg's
+		// noisechoice.go).
+		c.BasicEpsilon += math.Nextafter(p.AggregatesEpsilon, math.Inf(1))
+		c.BasicDelta += math.Nextafter(p.AggregatesDelta, math.Inf(1))
+		return c, nil
 	}
 	if p.Bounds != nil {
 		c.Rho += p.Bounds.Rho // the tests of the private choice of bounds

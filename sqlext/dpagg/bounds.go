@@ -94,12 +94,20 @@ type BoundsPlan struct {
 	Groups bool `json:"max_groups_contributed,omitempty"`
 	// AggregateGroups: the aggregates get their own Δ0 ≤ the selection's,
 	// each user keeping its keys with the most rows (topgroups.go).
-	AggregateGroups bool  `json:"aggregate_groups,omitempty"`
-	Rows            bool  `json:"max_rows_per_group,omitempty"`
-	Values          []int `json:"values,omitempty"`
+	AggregateGroups bool `json:"aggregate_groups,omitempty"`
+	Rows            bool `json:"max_rows_per_group,omitempty"`
+	// ErrorRows: m is then refined to minimise the error (errchoice.go).
+	ErrorRows bool  `json:"max_rows_per_group_for_error,omitempty"`
+	Values    []int `json:"values,omitempty"`
 	// ValueTruncate is the share of users each value search may truncate,
 	// per entry of Values: Truncate, or more for a quantile (quantile.go).
 	ValueTruncate []float64 `json:"value_truncate,omitempty"`
+	// NoiseChoice: the noise family of the statistics is chosen after the
+	// bounds (noisechoice.go); LaplaceEpsilon is the statistics' ε if it
+	// is Laplace.
+	NoiseChoice    bool    `json:"noise_choice,omitempty"`
+	LaplaceEpsilon float64 `json:"laplace_epsilon,omitempty"`
+	statRho        float64 // the statistics' ρ if Gaussian
 	// Chosen is set on the plan of a release after the choice.
 	Chosen *Chosen `json:"chosen,omitempty"`
 }
@@ -141,6 +149,15 @@ func (o Options) autoBounds() *BoundsPlan {
 	}
 	if b.Rows {
 		b.Tests += countSearchTests
+		if rowsAggregate(o.Aggregates) >= 0 {
+			b.ErrorRows = true
+			b.Tests += rowsErrorTests // errchoice.go
+		}
+	}
+	for _, ai := range b.Values {
+		if errorValueKind(o.Aggregates[ai].Kind) {
+			b.Tests += valueErrorTests
+		}
 	}
 	b.Truncate = BoundsTruncate
 	return b
@@ -332,6 +349,7 @@ func (p *Pipeline) ChooseValueBounds(rng *rand.Rand) error {
 	b.chooseValues(p.tests, len(p.valueUsers), p.valueStats, c, len(p.cols))
 	p.valueStats, p.valueUsers = nil, nil
 	p.chosen = c
+	p.cands = valueCandidates(p.opts, c) // errchoice.go
 	return p.replan(c)
 }
 
@@ -344,7 +362,10 @@ func (p *Pipeline) replan(c *Chosen) error {
 	if err != nil {
 		return fmt.Errorf("dpagg: calibration for the privately chosen bounds: %w", err)
 	}
-	cols, stride := columnsOf(o.withPlaceholders(), plan)
+	cols, stride, err := columnsOf(o.withPlaceholders(), plan, p.cands)
+	if err != nil {
+		return err
+	}
 	if p.rows > 0 && stride != p.stride {
 		return fmt.Errorf("internal error: the row layout changed after rows were added")
 	}
