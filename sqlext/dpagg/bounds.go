@@ -108,6 +108,7 @@ type BoundsPlan struct {
 	NoiseChoice    bool    `json:"noise_choice,omitempty"`
 	LaplaceEpsilon float64 `json:"laplace_epsilon,omitempty"`
 	statRho        float64 // the statistics' ρ if Gaussian
+	errorValues    int     // the bounds refined for error (errchoice.go)
 	// Chosen is set on the plan of a release after the choice.
 	Chosen *Chosen `json:"chosen,omitempty"`
 }
@@ -157,6 +158,7 @@ func (o Options) autoBounds() *BoundsPlan {
 	for _, ai := range b.Values {
 		if errorValueKind(o.Aggregates[ai].Kind) {
 			b.Tests += valueErrorTests
+			b.errorValues++
 		}
 	}
 	b.Truncate = BoundsTruncate
@@ -200,8 +202,22 @@ func (o Options) withPlaceholders() Options {
 func (b *BoundsPlan) setBoundsBudget(rho float64) float64 {
 	b.Rho = BoundsShare * rho
 	b.TestSigma = math.Sqrt(float64(b.Tests) / (2 * b.Rho))
-	b.MinUsers = 2 * b.TestSigma / b.Truncate
+	// MinUsers is set as if only the searches above ran (errorTests, the
+	// error-minimising refinements of errchoice.go, leave it as it was: it
+	// is a public threshold, and the searches' signal f·N is what it is for).
+	searchSigma := math.Sqrt(float64(b.Tests-b.errorTests()) / (2 * b.Rho))
+	b.MinUsers = 2 * searchSigma / b.Truncate
 	return rho - b.Rho
+}
+
+// errorTests is the number of the plan's tests that refine bounds for
+// error (errchoice.go).
+func (b *BoundsPlan) errorTests() int {
+	n := 0
+	if b.ErrorRows {
+		n += rowsErrorTests
+	}
+	return n + b.errorValues*valueErrorTests
 }
 
 // tester runs the noisy tests of one release, never more than planned.

@@ -35,11 +35,13 @@ import (
 //
 // loss_u the user's rows (or value) lost on its Δ0_a keys with the most rows
 // (ties by key bytes) against the largest candidate, v the public value
-// scale of one row (1 for a count, m·… see below), C = ⌈√Δ0_a⌉. X_i grows
+// scale of one row (1 for a count, m·… see below), C = 2·⌈√Δ0_a⌉. X_i grows
 // with i (the loss is convex in the bound), so a binary search of the
 // noisy tests "X_i − τ + C·Z ≤ 0", Z ~ N(0, σ_t²), finds the first step
 // not worth taking. For m the candidates are setunion's grid values up to
-// RowsCandidateFactor·m_q, the loss of a pair at m is its rows (or |sum|)
+// RowsCandidateFactor·m_q (and, for a count, whose loss is all bias and
+// which the clipping to C undercounts for users with many keys, at least
+// m_q), the loss of a pair at m is its rows (or |sum|)
 // beyond m (in proportion m/n for a sum), v = 1 for counts and U for sums;
 // for U they are U_q·2, U_q, U_q/2, …, U_q/16 (valueCandidateCount, U_q the
 // quantile bound of the first pass), the loss of a pair is |T(U_0) −
@@ -156,7 +158,7 @@ func (p *Pipeline) chooseForError(rng *rand.Rand) error {
 	}
 	c := p.chosen
 	d := p.plan.statGroups()
-	capC := math.Ceil(math.Sqrt(float64(d)))
+	capC := 2 * math.Ceil(math.Sqrt(float64(d)))
 	kept := p.choiceKeys(d)
 	if ai := rowsAggregate(p.opts.Aggregates); b.ErrorRows && !c.Fallback && ai >= 0 {
 		c.MaxRowsPerGroup = p.chooseRowsForError(kept, ai, capC)
@@ -243,9 +245,16 @@ func (p *Pipeline) chooseRowsForError(kept [][]int32, ai int, capC float64) int 
 // marginal losses X_i of aggregate ai and the threshold τ.
 func (p *Pipeline) rowsErrorStats(kept [][]int32, ai int, capC float64) ([]int, []float64, float64) {
 	mq := p.plan.MaxRowsPerGroup
+	col := &p.cols[ai]
+	// A count's loss is all bias, and the clipped δ_u undercount the
+	// users with many keys: a count keeps at least the quantile m_q.
+	floor := 1
+	if !errorValueKind(col.kind) {
+		floor = mq
+	}
 	var ms []int
 	for _, g := range setunion.MaxItemsGrid() {
-		if g <= min(RowsCandidateFactor*mq, MaxMaxRowsPerGroup) {
+		if g >= floor && g <= min(RowsCandidateFactor*mq, MaxMaxRowsPerGroup) {
 			ms = append(ms, g)
 		}
 	}
@@ -253,7 +262,6 @@ func (p *Pipeline) rowsErrorStats(kept [][]int32, ai int, capC float64) ([]int, 
 	if len(ms) < 2 {
 		return ms, nil, 0
 	}
-	col := &p.cols[ai]
 	unit := 1.0
 	if errorValueKind(col.kind) {
 		unit = max(math.Abs(col.lower), math.Abs(col.upper))

@@ -37,7 +37,7 @@ func choicePipeline(t *testing.T, o Options, c *Chosen, rows []row) *Pipeline {
 
 // TestErrorChoiceSensitivity: on random neighbouring databases (one user
 // removed), every statistic X_i of the error-minimising searches of m and
-// of the clamping bounds (errchoice.go) moves by at most C = ⌈√Δ0_a⌉, the
+// of the clamping bounds (errchoice.go) moves by at most C = 2·⌈√Δ0_a⌉, the
 // sensitivity their tests are calibrated to, for counts, sums, averages
 // and spreads, with values at and beyond the bounds, NULL, NaN and ±Inf.
 func TestErrorChoiceSensitivity(t *testing.T) {
@@ -76,7 +76,7 @@ func TestErrorChoiceSensitivity(t *testing.T) {
 		if pa.plan.statGroups() != d {
 			t.Fatalf("aggregates' Δ0 %d, want %d", pa.plan.statGroups(), d)
 		}
-		capC := math.Ceil(math.Sqrt(float64(d)))
+		capC := 2 * math.Ceil(math.Sqrt(float64(d)))
 		check := func(what string, xa, xb []float64, ta, tb float64) {
 			if len(xa) != len(xb) || ta != tb {
 				t.Fatalf("trial %d %s: candidates or threshold differ between neighbours (%d, %d; %v, %v)", trial, what, len(xa), len(xb), ta, tb)
