@@ -43,6 +43,10 @@ import (
 // which the clipping to C undercounts for users with many keys, at least
 // m_q), the loss of a pair at m is its rows (or |sum|)
 // beyond m (in proportion m/n for a sum), v = 1 for counts and U for sums;
+// for AVG and the spreads it is 0 (a user's m-bounded sums, scaled by m/n,
+// keep its mean and second moment; only the weights of the users change,
+// while the noise relative to the bounded count grows with m), so m goes to
+// the smallest candidate the tests allow;
 // for U they are U_q·2, U_q, U_q/2, …, U_q/16 (valueCandidateCount, U_q the
 // quantile bound of the first pass), the loss of a pair is |T(U_0) −
 // T(U_j)|, T the pair's m-bounded sum, and v = m. Each pair keeps one exact
@@ -273,6 +277,8 @@ func (p *Pipeline) rowsErrorStats(kept [][]int32, ai int, capC float64) ([]int, 
 			return float64(min(e[0]&0xffffffff, uint64(m)))
 		case CountValues:
 			return float64(min(e[col.off], uint64(m)))
+		case Avg, VarPop, VarSamp, StdDevPop, StdDevSamp:
+			return 0 // the m-bounded sums keep each user's mean: no loss (see above)
 		}
 		t, nn := pairTotal(col, e, -1)
 		if nn == 0 {
