@@ -2,7 +2,6 @@ package accounting
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
@@ -32,13 +31,11 @@ func Aggregates(p *dpagg.Plan) (Cost, error) {
 		}
 		c.Rho, c.GaussianRho, c.ThresholdFail = sel.Rho, sel.GaussianRho, sel.ThresholdFail
 	}
-	if b := p.Bounds; b != nil && b.NoiseChoice {
-		// The noise family is chosen with the bounds: the aggregates are
-		// (ε_a, δ_a)-DP either way but ρ-zCDP only if Gaussian, so they are
-		// charged by basic composition whatever is chosen (dpagg's
-		// noisechoice.go).
-		c.BasicEpsilon += math.Nextafter(p.AggregatesEpsilon, math.Inf(1))
-		c.BasicDelta += math.Nextafter(p.AggregatesDelta, math.Inf(1))
+	if r := p.ChoiceRho(); r > 0 {
+		// The noise family is chosen after the bounds (dpagg's
+		// noisechoice.go): (ε_a, δ_a)-DP either way, and
+		// ρ_t + max(ρ_s, ε_L²/2)-zCDP whatever is chosen.
+		c.Rho += r
 		return c, nil
 	}
 	if p.Bounds != nil {

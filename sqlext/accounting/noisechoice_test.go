@@ -1,20 +1,28 @@
 package accounting
 
 import (
+	"math"
 	"testing"
 
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
 
-// TestAggregatesNoiseChoiceBasic: a release whose bounds are chosen with
-// noise auto may end Laplace or Gaussian (dpagg's noisechoice.go), so its
-// aggregates are charged by basic composition, (ε_a, δ_a), and not as
-// zCDP; key selection keeps its zCDP part. The charge comes from the plan
-// made before any row, and the whole release still fits its (ε, δ).
-func TestAggregatesNoiseChoiceBasic(t *testing.T) {
+// TestAggregatesNoiseChoiceRho: a release whose bounds are chosen with
+// noise auto and NoiseAfterBounds may end Laplace or Gaussian (dpagg's
+// noisechoice.go); its aggregates are charged ρ_t + max(ρ_s, ε_L²/2) in
+// zCDP whatever is chosen (a charge from the plan made before any row) and
+// (ε, δ) by basic composition, with no basic-only part (which a zCDP
+// account would refuse). Without the option the charge is as before.
+func TestAggregatesNoiseChoiceRho(t *testing.T) {
 	o := dpagg.Defaults()
 	o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
 	o.Aggregates = []dpagg.Aggregate{{Kind: dpagg.CountRows}}
+	plain, err := dpagg.Calibrate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := Aggregates(plain)
+	o.NoiseAfterBounds = true
 	p, err := dpagg.Calibrate(o)
 	if err != nil {
 		t.Fatal(err)
@@ -23,15 +31,14 @@ func TestAggregatesNoiseChoiceBasic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.BasicEpsilon < p.AggregatesEpsilon || c.BasicDelta < p.AggregatesDelta || c.Rho <= 0 {
-		t.Fatalf("cost %+v for aggregates (%v, %v)", c, p.AggregatesEpsilon, p.AggregatesDelta)
+	sel, _ := SetUnion(p.Selection)
+	b := p.Bounds
+	want := sel.Rho + b.Rho + math.Max(p.Rho-b.Rho, b.LaplaceEpsilon*b.LaplaceEpsilon/2)
+	if c.BasicEpsilon != 0 || c.BasicDelta != 0 || math.Abs(c.Rho-want) > 1e-12*want || c.Epsilon != o.Epsilon || c.Delta != o.Delta {
+		t.Fatalf("cost %+v, want ρ %v and (ε, δ) = (%v, %v)", c, want, o.Epsilon, o.Delta)
 	}
-	if e := c.EpsilonAt(o.Delta); e > o.Epsilon*(1+1e-9) {
-		t.Fatalf("one release costs ε %v at δ %v, more than its ε %v", e, o.Delta, o.Epsilon)
+	if before.BasicEpsilon != 0 || before.Rho >= c.Rho {
+		t.Fatalf("without the option: cost %+v (with: %+v)", before, c)
 	}
-	o.Noise = dpagg.Gaussian // no noise choice: zCDP as before
-	p, _ = dpagg.Calibrate(o)
-	if c, _ := Aggregates(p); c.BasicEpsilon != 0 {
-		t.Fatalf("Gaussian release with chosen bounds charged basic: %+v", c)
-	}
+	t.Logf("zCDP charge of a default COUNT release: ρ %.4g; with NoiseAfterBounds %.4g (%.1f×)", before.Rho, c.Rho, c.Rho/before.Rho)
 }

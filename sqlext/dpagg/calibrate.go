@@ -173,9 +173,10 @@ func Calibrate(o Options) (*Plan, error) {
 		o = o.withPlaceholders()
 		if o.Noise == NoiseAuto {
 			// The choice spends a share of the Gaussian ρ; once it is
-			// made, the statistics may take Laplace noise (noisechoice.go).
+			// made, the statistics may take Laplace noise if the options
+			// allow it (noisechoice.go).
 			o.Noise = Gaussian
-			auto.NoiseChoice = true
+			auto.NoiseChoice = o.NoiseAfterBounds
 		}
 	}
 	p := &Plan{

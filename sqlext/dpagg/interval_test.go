@@ -40,6 +40,7 @@ func TestIntervalCoverage(t *testing.T) {
 		o.Aggregates = []Aggregate{{Kind: CountRows}, {Kind: Sum, Lower: -2, Upper: 7.5}, {Kind: Avg, Lower: 0, Upper: 10}}
 		if c.chosen {
 			o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
+			o.NoiseAfterBounds = true
 			// COUNT and SUM (with AVG's two statistics the four shares make
 			// Gaussian the narrower family even at Δ0 = 1).
 			o.Aggregates = o.Aggregates[:2]

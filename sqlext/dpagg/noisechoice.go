@@ -41,10 +41,17 @@ import (
 //	       = e^ε_a·P_D'[S] + δ_a,
 //
 // so the aggregates are (ε_a, δ_a)-DP whatever family is picked, and the
-// release (ε, δ)-DP with key selection as before. They are no longer ρ-zCDP
-// in the L branch, so the ledger (accounting.Aggregates) charges the
-// aggregates of such a release by basic composition, (ε_a, δ_a), whatever
-// the family: a charge fixed by the options, before any row is read.
+// release (ε, δ)-DP with key selection as before: a basic-composition
+// ledger charges it (ε, δ) as any release. In zCDP, the L branch is
+// ρ_t + ε_L²/2 (pure ε-DP is ε²/2-zCDP, Bun & Steinke 2016 Prop. 1.4) and
+// the G branch ρ_t + ρ_s, so the aggregates are ρ_t + max(ρ_s, ε_L²/2)-zCDP
+// whatever is picked (ChoiceRho): the charge of a zCDP ledger
+// (accounting.Aggregates), fixed by the options before any row is read.
+// That is about 5× the Gaussian ρ at ε = 1 (ε_L²/2 ≈ 0.054 against
+// ρ_a ≈ 0.006), which is why the branch is opt-in
+// (Options.NoiseAfterBounds): at an equal zCDP charge no Laplace release is
+// narrower than the Gaussian one (Laplace at ε²/2 = ρ has twice the
+// Gaussian's variance).
 
 // GaussianBranchDelta is the share of δ_a of the Gaussian branch; the
 // Laplace branch gets the rest. Most of it: the Gaussian branch's σ grows by
@@ -105,4 +112,15 @@ func laplaceWins(stats []*StatPlan, totalW *big.Rat, d0, rhoS, lap float64) bool
 		inv2 += 1 / (w * w)
 	}
 	return 2*(d0/lap)*(d0/lap)*inv2 < d0/(2*rhoS)*inv
+}
+
+// ChoiceRho is the zCDP ρ of the aggregates of a release whose noise family
+// is chosen after the bounds: ρ_t + max(ρ_s, ε_L²/2) (see above); 0 when
+// the plan makes no such choice.
+func (p *Plan) ChoiceRho() float64 {
+	b := p.Bounds
+	if b == nil || !b.NoiseChoice {
+		return 0
+	}
+	return b.Rho + max(b.statRho, b.LaplaceEpsilon*b.LaplaceEpsilon/2)
 }

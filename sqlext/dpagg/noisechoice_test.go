@@ -5,16 +5,17 @@ import (
 	"testing"
 )
 
-// TestNoiseChoiceBudget: with noise auto and bounds left to choose, the plan
+// TestNoiseChoiceBudget: with noise auto, NoiseAfterBounds and bounds left to choose, the plan
 // charged before the data (a) fixes ε_L and the Gaussian ρ_s from the
 // options alone, (b) after a choice of Δ0 = 1 takes Laplace noise whose ε,
 // with the tests' ε_t at (1−g)·δ_a, adds up to at most ε_a, and after a
 // choice of Δ0 = 64 stays Gaussian at ρ_t + ρ_s ≤ ρ(ε_a, g·δ_a); (c) the
-// ledger's cost (accounting) is the same basic (ε_a, δ_a) in both branches,
-// which the ledger test in sqlext/accounting checks.
+// ledger's cost (accounting) is the same in both branches, which the test
+// in sqlext/accounting checks; without the option nothing changes.
 func TestNoiseChoiceBudget(t *testing.T) {
 	o := Defaults()
 	o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
+	o.NoiseAfterBounds = true
 	o.Aggregates = []Aggregate{{Kind: CountRows}, {Kind: Sum, AutoBounds: true}}
 	planned, err := Calibrate(o)
 	if err != nil {
@@ -24,6 +25,11 @@ func TestNoiseChoiceBudget(t *testing.T) {
 	if b == nil || !b.NoiseChoice || !(b.LaplaceEpsilon > 0) || planned.Noise != Gaussian {
 		t.Fatalf("planned bounds %+v noise %s", b, planned.Noise)
 	}
+	o.NoiseAfterBounds = false
+	if off, _ := Calibrate(o); off.Bounds.NoiseChoice || off.ChoiceRho() != 0 {
+		t.Fatal("noise choice without the option")
+	}
+	o.NoiseAfterBounds = true
 	ea, da := planned.AggregatesEpsilon, planned.AggregatesDelta
 	et := zcdpEpsilon(b.Rho, (1-GaussianBranchDelta)*da)
 	if ZCDPDelta(b.Rho, et) > (1-GaussianBranchDelta)*da || b.LaplaceEpsilon+et > ea {
