@@ -122,7 +122,7 @@ func (b *BoundsPlan) facts() []explain.Fact {
 	}
 	if b.NoiseChoice {
 		out = append(out, explain.F("bounds.noise", fmt.Sprintf("discrete gaussian at rho=%.4g, or discrete laplace at epsilon=%.4g, whichever is narrower for the chosen bounds", b.statRho, b.LaplaceEpsilon),
-			"the noise family is chosen after the bounds; the aggregates are then charged by basic composition (docs/privacy.md, the section on error-minimising bounds)"))
+			"the noise family is chosen after the bounds (noise_after_bounds); a zCDP account is charged the larger of the two branches' ρ (docs/privacy.md, the section on bounds chosen for error)"))
 	}
 	if c := b.Chosen; c != nil {
 		out = append(out, explain.F("bounds.chosen", c.String(), "the privately chosen bounds (a DP output)"))
