@@ -31,6 +31,13 @@ func Aggregates(p *dpagg.Plan) (Cost, error) {
 		}
 		c.Rho, c.GaussianRho, c.ThresholdFail = sel.Rho, sel.GaussianRho, sel.ThresholdFail
 	}
+	if r := p.ChoiceRho(); r > 0 {
+		// The noise family is chosen after the bounds (dpagg's
+		// noisechoice.go): (ε_a, δ_a)-DP either way, and
+		// ρ_t + max(ρ_s, ε_L²/2)-zCDP whatever is chosen.
+		c.Rho += r
+		return c, nil
+	}
 	if p.Bounds != nil {
 		c.Rho += p.Bounds.Rho // the tests of the private choice of bounds
 	}

@@ -44,11 +44,7 @@ func (p *Pipeline) AddRows(unit, key []byte, values []Value, n int64) error {
 		if c.kind == CountValues {
 			continue
 		}
-		x := min(max(v.Float, c.lower), c.upper) - c.mid
-		e[c.off+1] += m * uint64(int64(math.RoundToEven(x/c.h)))
-		if c.kind.spread() {
-			e[c.off+2] += m * uint64(int64(math.RoundToEven(x*x/c.h2)))
-		}
+		c.addValue(e, v.Float, m)
 	}
 	return nil
 }

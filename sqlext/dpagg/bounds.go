@@ -94,12 +94,21 @@ type BoundsPlan struct {
 	Groups bool `json:"max_groups_contributed,omitempty"`
 	// AggregateGroups: the aggregates get their own Δ0 ≤ the selection's,
 	// each user keeping its keys with the most rows (topgroups.go).
-	AggregateGroups bool  `json:"aggregate_groups,omitempty"`
-	Rows            bool  `json:"max_rows_per_group,omitempty"`
-	Values          []int `json:"values,omitempty"`
+	AggregateGroups bool `json:"aggregate_groups,omitempty"`
+	Rows            bool `json:"max_rows_per_group,omitempty"`
+	// ErrorRows: m is then refined to minimise the error (errchoice.go).
+	ErrorRows bool  `json:"max_rows_per_group_for_error,omitempty"`
+	Values    []int `json:"values,omitempty"`
 	// ValueTruncate is the share of users each value search may truncate,
 	// per entry of Values: Truncate, or more for a quantile (quantile.go).
 	ValueTruncate []float64 `json:"value_truncate,omitempty"`
+	// NoiseChoice: the noise family of the statistics is chosen after the
+	// bounds (noisechoice.go); LaplaceEpsilon is the statistics' ε if it
+	// is Laplace.
+	NoiseChoice    bool    `json:"noise_choice,omitempty"`
+	LaplaceEpsilon float64 `json:"laplace_epsilon,omitempty"`
+	statRho        float64 // the statistics' ρ if Gaussian
+	errorValues    int     // the bounds refined for error (errchoice.go)
 	// Chosen is set on the plan of a release after the choice.
 	Chosen *Chosen `json:"chosen,omitempty"`
 }
@@ -141,6 +150,16 @@ func (o Options) autoBounds() *BoundsPlan {
 	}
 	if b.Rows {
 		b.Tests += countSearchTests
+		if rowsAggregate(o.Aggregates) >= 0 {
+			b.ErrorRows = true
+			b.Tests += rowsErrorTests // errchoice.go
+		}
+	}
+	for _, ai := range b.Values {
+		if errorValueKind(o.Aggregates[ai].Kind) {
+			b.Tests += valueErrorTests
+			b.errorValues++
+		}
 	}
 	b.Truncate = BoundsTruncate
 	return b
@@ -183,8 +202,22 @@ func (o Options) withPlaceholders() Options {
 func (b *BoundsPlan) setBoundsBudget(rho float64) float64 {
 	b.Rho = BoundsShare * rho
 	b.TestSigma = math.Sqrt(float64(b.Tests) / (2 * b.Rho))
-	b.MinUsers = 2 * b.TestSigma / b.Truncate
+	// MinUsers is set as if only the searches above ran (errorTests, the
+	// error-minimising refinements of errchoice.go, leave it as it was: it
+	// is a public threshold, and the searches' signal f·N is what it is for).
+	searchSigma := math.Sqrt(float64(b.Tests-b.errorTests()) / (2 * b.Rho))
+	b.MinUsers = 2 * searchSigma / b.Truncate
 	return rho - b.Rho
+}
+
+// errorTests is the number of the plan's tests that refine bounds for
+// error (errchoice.go).
+func (b *BoundsPlan) errorTests() int {
+	n := 0
+	if b.ErrorRows {
+		n += rowsErrorTests
+	}
+	return n + b.errorValues*valueErrorTests
 }
 
 // tester runs the noisy tests of one release, never more than planned.
@@ -332,6 +365,7 @@ func (p *Pipeline) ChooseValueBounds(rng *rand.Rand) error {
 	b.chooseValues(p.tests, len(p.valueUsers), p.valueStats, c, len(p.cols))
 	p.valueStats, p.valueUsers = nil, nil
 	p.chosen = c
+	p.cands = valueCandidates(p.opts, c) // errchoice.go
 	return p.replan(c)
 }
 
@@ -344,7 +378,10 @@ func (p *Pipeline) replan(c *Chosen) error {
 	if err != nil {
 		return fmt.Errorf("dpagg: calibration for the privately chosen bounds: %w", err)
 	}
-	cols, stride := columnsOf(o.withPlaceholders(), plan)
+	cols, stride, err := columnsOf(o.withPlaceholders(), plan, p.cands)
+	if err != nil {
+		return err
+	}
 	if p.rows > 0 && stride != p.stride {
 		return fmt.Errorf("internal error: the row layout changed after rows were added")
 	}

@@ -135,7 +135,7 @@ func TestChosenBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if planned.Bounds == nil || planned.Bounds.Tests != 1+5+5+TopGroupsSlots+2*7 || planned.Noise != Gaussian {
+	if planned.Bounds == nil || planned.Bounds.Tests != 1+5+5+TopGroupsSlots+2*7+rowsErrorTests+2*valueErrorTests || planned.Noise != Gaussian {
 		t.Fatalf("bounds plan %+v", planned.Bounds)
 	}
 	rows := skewedDB()

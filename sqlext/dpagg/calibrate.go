@@ -172,7 +172,11 @@ func Calibrate(o Options) (*Plan, error) {
 		auto.Chosen = o.chosen
 		o = o.withPlaceholders()
 		if o.Noise == NoiseAuto {
-			o.Noise = Gaussian // the choice spends a share of the Gaussian ρ
+			// The choice spends a share of the Gaussian ρ; once it is
+			// made, the statistics may take Laplace noise if the options
+			// allow it (noisechoice.go).
+			o.Noise = Gaussian
+			auto.NoiseChoice = o.NoiseAfterBounds
 		}
 	}
 	p := &Plan{
@@ -269,6 +273,16 @@ func Calibrate(o Options) (*Plan, error) {
 // Calibrate), and fills the shares and sensitivities.
 func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, deltaAgg *big.Rat) error {
 	d0 := float64(p.statGroups())
+	if b := p.Bounds; b != nil && b.NoiseChoice {
+		lap, err := b.setBranchBudgets(ratFloorFloat(epsAgg), ratFloorFloat(deltaAgg)) // noisechoice.go
+		if err != nil {
+			return err
+		}
+		if b.Chosen != nil && laplaceWins(stats, totalW, d0, b.statRho, lap) {
+			p.Noise = Laplace
+			epsAgg = exactRat(lap)
+		}
+	}
 	switch p.Noise {
 	case Laplace:
 		for _, s := range stats {
@@ -306,6 +320,9 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 	case Gaussian:
 		ea := ratFloorFloat(epsAgg)
 		da := ratFloorFloat(deltaAgg)
+		if p.Bounds != nil && p.Bounds.NoiseChoice {
+			da *= GaussianBranchDelta // the Gaussian branch's share of δ_a (noisechoice.go)
+		}
 		rho, err := maxRho(ea, da)
 		if err != nil {
 			return err

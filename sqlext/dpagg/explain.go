@@ -120,6 +120,10 @@ func (b *BoundsPlan) facts() []explain.Fact {
 		out = append(out, explain.F("bounds.aggregate_groups", fmt.Sprintf("each user's keys with the most rows, how many chosen by a noisy minimum of the expected error (%d of the tests)", TopGroupsSlots),
 			"the aggregates bound users apart from key selection, which keeps its uniform sample of max_groups_contributed keys (docs/privacy.md §21)"))
 	}
+	if b.NoiseChoice {
+		out = append(out, explain.F("bounds.noise", fmt.Sprintf("discrete gaussian at rho=%.4g, or discrete laplace at epsilon=%.4g, whichever is narrower for the chosen bounds", b.statRho, b.LaplaceEpsilon),
+			"the noise family is chosen after the bounds (noise_after_bounds); a zCDP account is charged the larger of the two branches' ρ (docs/privacy.md, the section on bounds chosen for error)"))
+	}
 	if c := b.Chosen; c != nil {
 		out = append(out, explain.F("bounds.chosen", c.String(), "the privately chosen bounds (a DP output)"))
 	}

@@ -84,11 +84,7 @@ func (p *Pipeline) AddGrouped(g Grouped) error {
 			if c.kind == CountValues {
 				continue
 			}
-			x := min(max(v.Float, c.lower), c.upper) - c.mid
-			w[c.off+1] = uint64(int64(math.RoundToEven(x / c.h)))
-			if c.kind.spread() {
-				w[c.off+2] = uint64(int64(math.RoundToEven(x * x / c.h2)))
-			}
+			c.addValue(w, v.Float, 1) // w is zero: this sets the row's words
 		}
 	}
 	p.userNames = g.Users

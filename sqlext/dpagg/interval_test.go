@@ -25,26 +25,42 @@ func TestIntervalCoverage(t *testing.T) {
 		noise  Noise
 		global bool
 		eps    float64
+		chosen bool // bounds chosen privately (Δ0 = 1): the Laplace branch of noisechoice.go
 	}{
-		{"laplace", Laplace, false, 1},
-		{"gaussian", Gaussian, false, 1},
-		{"laplace global", Laplace, true, 0.5},
-		{"gaussian global", Gaussian, true, 2},
+		{"laplace", Laplace, false, 1, false},
+		{"gaussian", Gaussian, false, 1, false},
+		{"laplace global", Laplace, true, 0.5, false},
+		{"gaussian global", Gaussian, true, 2, false},
+		{"chosen bounds, laplace branch", NoiseAuto, false, 1, true},
 	}
 	for ci, c := range cases {
 		o := Defaults()
 		o.Epsilon, o.Noise, o.Global = c.eps, c.noise, c.global
 		o.MaxGroupsContributed, o.MaxRowsPerGroup = 4, 3
 		o.Aggregates = []Aggregate{{Kind: CountRows}, {Kind: Sum, Lower: -2, Upper: 7.5}, {Kind: Avg, Lower: 0, Upper: 10}}
+		if c.chosen {
+			o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
+			o.NoiseAfterBounds = true
+			// COUNT and SUM (with AVG's two statistics the four shares make
+			// Gaussian the narrower family even at Δ0 = 1).
+			o.Aggregates = o.Aggregates[:2]
+			o.Aggregates[1].AutoBounds = true
+			o.chosen = &Chosen{MaxGroupsContributed: 1, MaxRowsPerGroup: 3, Bounds: [][2]float64{{}, {-2, 7.5}}}
+		}
 		plan, err := Calibrate(o)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if c.chosen && plan.Noise != Laplace {
+			t.Fatalf("%s: noise %s", c.name, plan.Noise)
+		}
 		r := securerand.NewSeeded(uint64(100 + ci))
 		// Noiseless totals: 50,000 rows; a sum of 123,456.75; for AVG 20,000
 		// rows centred sum −31,000 (mean 3.45).
-		truth := [][]int64{{50_000}, {int64(123_456.75 / plan.Aggregates[1].Stats[0].Granularity)},
-			{20_000, int64(-31_000 / plan.Aggregates[2].Stats[1].Granularity)}}
+		truth := [][]int64{{50_000}, {int64(123_456.75 / plan.Aggregates[1].Stats[0].Granularity)}}
+		if len(plan.Aggregates) > 2 {
+			truth = append(truth, []int64{20_000, int64(-31_000 / plan.Aggregates[2].Stats[1].Granularity)})
+		}
 		var covered [3]int
 		for range runs {
 			for ai := range plan.Aggregates {

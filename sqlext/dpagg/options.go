@@ -154,6 +154,14 @@ type Options struct {
 	// publickeys.go).
 	PublicKeys bool `json:"public_keys,omitempty"`
 
+	// NoiseAfterBounds lets a release that chooses its bounds privately,
+	// with Noise auto, take Laplace noise instead of Gaussian once the
+	// bounds are chosen, when that is narrower (noisechoice.go). Off by
+	// default: the Laplace branch is not ρ-zCDP at the aggregates' ρ, so the
+	// release is then charged ρ_t + max(ρ_s, ε_L²/2) in zCDP (about 5× a
+	// Gaussian release's ρ at ε = 1) for the same (ε, δ).
+	NoiseAfterBounds bool `json:"noise_after_bounds,omitempty"`
+
 	chosen *Chosen // the privately chosen bounds, for the release's real plan
 }
 

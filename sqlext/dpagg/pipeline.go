@@ -66,6 +66,9 @@ type Pipeline struct {
 	valueUsers map[string]int
 	tests      *tester
 	chosen     *Chosen
+	// cands are the candidate clamping ranges of the error-minimising
+	// choice, per aggregate (errchoice.go), set by ChooseValueBounds.
+	cands [][]candidate
 
 	// The public key set of a release over public keys (publickeys.go):
 	// sorted, and as a set.
@@ -88,6 +91,52 @@ type column struct {
 	mid          float64 // subtracted from every value: 0 for SUM, the midpoint for AVG and the spreads
 	h            float64 // row grid
 	h2           float64 // row grid of the squares (spread.go)
+	// cands are the clamping bounds whose sums every pair keeps while the
+	// error-minimising choice is pending (errchoice.go): word off+1+j·w
+	// (and off+2+j·w for a spread) holds candidate j's sum, w = 1 or 2;
+	// sel is the candidate the bounds above are. nil: one candidate.
+	cands []candidate
+	sel   int
+}
+
+// candidate is one clamping range of a column with its row grids.
+type candidate struct {
+	lower, upper, mid, h, h2 float64
+}
+
+// words is the number of words per candidate of a SUM, AVG (1) or spread (2).
+func (c *column) words() int {
+	if c.kind.spread() {
+		return 2
+	}
+	return 1
+}
+
+// sumAt and sqAt return the selected candidate's exact sums.
+func (c *column) sumAt(e []uint64) int64 { return int64(e[c.off+1+c.sel*c.words()]) }
+func (c *column) sqAt(e []uint64) int64  { return int64(e[c.off+2+c.sel*c.words()]) }
+
+// addValue adds mult rows of value v (not NULL, not NaN) to the sums of
+// every candidate of e (the non-NULL count is the caller's).
+func (c *column) addValue(e []uint64, v float64, mult uint64) {
+	if len(c.cands) == 0 {
+		c.addCandidate(e[c.off+1:], candidate{c.lower, c.upper, c.mid, c.h, c.h2}, v, mult)
+		return
+	}
+	w := c.words()
+	for j, cd := range c.cands {
+		c.addCandidate(e[c.off+1+j*w:], cd, v, mult)
+	}
+}
+
+// addCandidate clamps, centres (AVG) and rounds to the row grid (|x/h| ≤
+// 2^30) and adds mult times the result (and its square for a spread).
+func (c *column) addCandidate(w []uint64, cd candidate, v float64, mult uint64) {
+	x := min(max(v, cd.lower), cd.upper) - cd.mid
+	w[0] += mult * uint64(int64(math.RoundToEven(x/cd.h))) // two's complement: adds as int64
+	if c.kind.spread() {
+		w[1] += mult * uint64(int64(math.RoundToEven(x*x/cd.h2))) // x² ≤ b², so ≤ 2^30 units
+	}
 }
 
 type lastSeen struct {
@@ -104,7 +153,10 @@ func New(o Options) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{plan: plan, opts: o, userIdx: map[string]uint32{}, keyIdx: map[string]uint32{}}
-	p.cols, p.stride = columnsOf(o.withPlaceholders(), plan)
+	p.cols, p.stride, err = columnsOf(o.withPlaceholders(), plan, nil)
+	if err != nil {
+		return nil, err
+	}
 	if b := plan.Bounds; b != nil && len(b.Values) > 0 {
 		p.valueStats = make([][]userValues, len(b.Values))
 		p.valueUsers = map[string]int{}
@@ -114,18 +166,25 @@ func New(o Options) (*Pipeline, error) {
 
 // columnsOf lays out the per-pair words of the aggregates of o (with every
 // bound fixed) and plan.
-func columnsOf(o Options, plan *Plan) ([]column, int) {
+// cands[i], when not empty, are aggregate i's candidate clamping ranges
+// (errchoice.go): its pairs keep one sum per candidate, and the plan's
+// bounds must be one of them.
+func columnsOf(o Options, plan *Plan, cands [][]candidate) ([]column, int, error) {
 	var cols []column
 	stride := 1
 	for i, a := range o.Aggregates {
 		c := column{kind: a.Kind, lower: a.Lower, upper: a.Upper}
+		if i < len(cands) && len(cands[i]) > 0 {
+			c.cands = cands[i]
+		}
+		n := max(len(c.cands), 1)
 		switch a.Kind {
 		case CountValues:
 			c.off = stride
 			stride++
 		case Sum, Avg:
 			c.off = stride
-			stride += 2
+			stride += 1 + n
 			st := plan.Aggregates[i].Stats
 			c.h = st[len(st)-1].rowGrid
 			if a.Kind == Avg {
@@ -133,14 +192,20 @@ func columnsOf(o Options, plan *Plan) ([]column, int) {
 			}
 		case VarPop, VarSamp, StdDevPop, StdDevSamp:
 			c.off = stride
-			stride += 3
+			stride += 1 + 2*n
 			st := plan.Aggregates[i].Stats
 			c.h, c.h2 = st[1].rowGrid, st[2].rowGrid
 			c.mid = a.Lower + (a.Upper-a.Lower)/2
 		}
+		if c.cands != nil {
+			c.sel = slices.IndexFunc(c.cands, func(cd candidate) bool { return cd.lower == c.lower && cd.upper == c.upper })
+			if c.sel < 0 || c.cands[c.sel].h != c.h || c.cands[c.sel].h2 != c.h2 || c.cands[c.sel].mid != c.mid {
+				return nil, 0, fmt.Errorf("internal error: aggregate %d's bounds [%g, %g] are not one of its candidates", i+1, c.lower, c.upper)
+			}
+		}
 		cols = append(cols, c)
 	}
-	return cols, stride
+	return cols, stride, nil
 }
 
 // Plan returns the plan the release will use.
@@ -209,12 +274,7 @@ func (p *Pipeline) Add(unit, key []byte, values []Value) error {
 		if c.kind == CountValues {
 			continue
 		}
-		// Clamp, centre (AVG) and round to the row grid: |x/h| ≤ 2^30.
-		x := min(max(v.Float, c.lower), c.upper) - c.mid
-		e[c.off+1] += uint64(int64(math.RoundToEven(x / c.h))) // two's complement: adds as int64
-		if c.kind.spread() {
-			e[c.off+2] += uint64(int64(math.RoundToEven(x * x / c.h2))) // x² ≤ b², so ≤ 2^30 units
-		}
+		c.addValue(e, v.Float, 1)
 	}
 	return nil
 }
@@ -342,16 +402,16 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 				case CountValues:
 					tot[si][k] += int64(min(e[c.off], m))
 				case Sum:
-					tot[si][k] += sumContribution(e[c.off], int64(e[c.off+1]), m, c.h, &stats[0])
+					tot[si][k] += sumContribution(e[c.off], c.sumAt(e), m, c.h, &stats[0])
 				case Avg:
 					nn := e[c.off]
 					tot[si][k] += int64(min(nn, m))
-					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
+					tot[si+1][k] += sumContribution(nn, c.sumAt(e), m, c.h, &stats[1])
 				case VarPop, VarSamp, StdDevPop, StdDevSamp:
 					nn := e[c.off]
 					tot[si][k] += int64(min(nn, m))
-					tot[si+1][k] += sumContribution(nn, int64(e[c.off+1]), m, c.h, &stats[1])
-					tot[si+2][k] += sumContribution(nn, int64(e[c.off+2]), m, c.h2, &stats[2])
+					tot[si+1][k] += sumContribution(nn, c.sumAt(e), m, c.h, &stats[1])
+					tot[si+2][k] += sumContribution(nn, c.sqAt(e), m, c.h2, &stats[2])
 				case Quantile:
 					p.keepQuantile(ai, uint32(u), k, uint64(p.plan.Aggregates[ai].MaxRows))
 				}
@@ -432,6 +492,9 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	}
 	p.group()
 	if err := p.chooseCounts(rng); err != nil {
+		return nil, err
+	}
+	if err := p.chooseForError(rng); err != nil { // errchoice.go
 		return nil, err
 	}
 	if p.plan.Global {

@@ -89,12 +89,11 @@ func TestTopKeys(t *testing.T) {
 // where every user has one row under one key (20,000 users, one country
 // each among 50), the half-width of COUNT(*)'s 95 % interval with every
 // bound chosen privately against the best hand-set bounds (Δ0 = m = 1,
-// noise auto). The choice finds Δ0 = m = 1 (asserted), but a release that
-// chooses bounds spends a share of the Gaussian ρ and so is Gaussian, and
-// at Δ0 = 1 the Gaussian's (ε, δ) → zCDP conversion costs about 3× the
-// width of the Laplace mechanism the hand-set release uses: the target
-// (≤ 1.5×) is missed by that factor, logged here; docs/accuracy.md says
-// what would close it.
+// noise auto, so Laplace). The choice finds Δ0 = m = 1 (asserted). At the
+// defaults the statistics stay Gaussian (×3.17: at the release's zCDP
+// charge no Laplace release is narrower); with NoiseAfterBounds they take
+// Laplace at ε_L = ε_a − ε_t (noisechoice.go): ±9 against ±6, within the
+// target ×1.5, for a zCDP charge of ρ_t + ε_L²/2 instead of ρ_a.
 func TestOneKeyPerUserInterval(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	zipf := rand.NewZipf(r, 1.2, 1, 49)
@@ -121,10 +120,13 @@ func TestOneKeyPerUserInterval(t *testing.T) {
 	if c == nil || c.MaxGroupsContributed != 1 || c.MaxRowsPerGroup != 1 || c.AggregateGroups != 1 {
 		t.Fatalf("chosen %v, want Δ0 = m = 1", c)
 	}
+	o.NoiseAfterBounds = true
+	opt, _ := width(o, 1)
+	o.NoiseAfterBounds = false
 	o.MaxGroupsContributed, o.MaxRowsPerGroup = 1, 1
 	hand, _ := width(o, 1)
-	t.Logf("one row per user: COUNT(*) 95 %% half-width %.0f with bounds chosen privately (%s), %.0f with Δ0 = m = 1 set: %.2f× (target ≤ 1.5×)", auto, c, hand, auto/hand)
-	if auto/hand > 3.5 {
-		t.Errorf("interval %.2f× the hand-set one", auto/hand)
+	t.Logf("one row per user: COUNT(*) 95 %% half-width %.0f with bounds chosen privately (%s): %.2f× the %.0f of Δ0 = m = 1 set; with NoiseAfterBounds %.0f: %.2f× (target ≤ 1.5×)", auto, c, auto/hand, hand, opt, opt/hand)
+	if opt/hand > 1.5 || auto/hand > 3.5 {
+		t.Errorf("interval %.2f× (%.2f× with NoiseAfterBounds) the hand-set one", auto/hand, opt/hand)
 	}
 }
