@@ -283,100 +283,15 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 			epsAgg = exactRat(lap)
 		}
 	}
+	var err error
 	switch p.Noise {
 	case Laplace:
-		for _, s := range stats {
-			// ε_i = w_i/W·ε_a and b_i = Δ0·Units/ε_i, exactly, then rounded up.
-			epsI := new(big.Rat).Mul(epsAgg, new(big.Rat).Quo(exactRat(s.weight), totalW))
-			if s.kind == Quantile {
-				if err := s.calibrateQuantileLaplace(p.statGroups(), epsI, s.level); err != nil {
-					return err
-				}
-				continue
-			}
-			s.fitGrid(d0 / ratFloorFloat(epsI)) // b = (Δ0/ε_i)·Units
-			b := new(big.Rat).SetInt64(int64(p.statGroups()) * s.Units)
-			b.Quo(b, epsI)
-			// Scales below 2^−32 (noise 0 except with probability
-			// e^(−2^32)) are raised to it so that the rational fits the
-			// sampler's 63-bit words; raising a scale only adds privacy.
-			if floor := new(big.Rat).SetFrac64(1, 1<<32); b.Cmp(floor) < 0 {
-				b = floor
-			}
-			if bf, _ := b.Float64(); bf > maxScaleUnits {
-				return s.tooLarge(bf)
-			}
-			l, err := noise.NewLaplaceRat(noise.RoundUp(b, 30))
-			if err != nil {
-				return fmt.Errorf("aggregate noise: %w (lower epsilon or max_groups_contributed are too extreme)", err)
-			}
-			s.lap = l
-			s.Epsilon = ratFloorFloat(epsI)
-			bf, _ := l.Scale().Float64()
-			s.Scale = bf * s.Granularity
-			s.StdDev = math.Sqrt(l.Variance()) * s.Granularity
-			s.HalfWidth95 = float64(l.HalfWidth(0.95)) * s.Granularity
-		}
+		err = calibrateLaplace(stats, totalW, epsAgg, p.statGroups())
 	case Gaussian:
-		ea := ratFloorFloat(epsAgg)
-		da := ratFloorFloat(deltaAgg)
-		if p.Bounds != nil && p.Bounds.NoiseChoice {
-			da *= GaussianBranchDelta // the Gaussian branch's share of δ_a (noisechoice.go)
-		}
-		rho, err := maxRho(ea, da)
-		if err != nil {
-			return err
-		}
-		p.Rho = rho
-		if p.Bounds != nil {
-			rho = p.Bounds.setBoundsBudget(rho) // the statistics' part
-		}
-		p.UnitSigma = 1 / math.Sqrt(2*rho)
-		if s, err := noise.GaussianSigma(ea, da, 1); err == nil {
-			p.AnalyticUnitSigma = s
-		}
-		// Guard the float products: each ρ_i is taken 1e-9 below its share,
-		// and the exact sum of the rounded-up σ's ρ_i is checked below.
-		rhoUsed := new(big.Rat)
-		for _, s := range stats {
-			wf, _ := new(big.Rat).Quo(exactRat(s.weight), totalW).Float64()
-			rhoI := wf * rho * (1 - 1e-9)
-			if s.kind == Quantile {
-				used, err := s.calibrateQuantileRho(p.statGroups(), rhoI, s.level)
-				if err != nil {
-					return err
-				}
-				rhoUsed.Add(rhoUsed, used)
-				continue
-			}
-			s.fitGrid(math.Sqrt(d0 / (2 * rhoI))) // σ = √(Δ0/(2ρ_i))·Units
-			// σ² = Δ0·Units²/(2ρ_i) in units of g², exactly from the floats.
-			num := new(big.Int).SetInt64(s.Units)
-			num.Mul(num, num)
-			num.Mul(num, big.NewInt(int64(p.statGroups())))
-			s2 := new(big.Rat).SetInt(num)
-			s2.Quo(s2, new(big.Rat).Mul(big.NewRat(2, 1), exactRat(rhoI)))
-			if sf, _ := s2.Float64(); math.Sqrt(sf) > maxScaleUnits {
-				return s.tooLarge(math.Sqrt(sf))
-			}
-			g, err := noise.NewGaussian(noise.RoundUp(s2, 48))
-			if err != nil {
-				return fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
-			}
-			s.gau = g
-			// Actual ρ_i = Δ0·Units²/(2σ²) for the rounded-up σ².
-			actual := new(big.Rat).SetInt(num)
-			actual.Quo(actual, new(big.Rat).Mul(big.NewRat(2, 1), g.Sigma2()))
-			rhoUsed.Add(rhoUsed, actual)
-			s.Rho, _ = actual.Float64()
-			sf, _ := g.Sigma2().Float64()
-			s.Scale = math.Sqrt(sf) * s.Granularity
-			s.StdDev = math.Sqrt(g.Variance()) * s.Granularity
-			s.HalfWidth95 = float64(g.HalfWidth(0.95)) * s.Granularity
-		}
-		if rhoUsed.Cmp(exactRat(rho)) > 0 {
-			return fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
-		}
+		err = p.calibrateGaussian(stats, totalW, epsAgg, deltaAgg)
+	}
+	if err != nil {
+		return err
 	}
 	p.finishSensitivities()
 	for _, s := range stats {
@@ -395,6 +310,113 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 		if len(a.Stats) == 1 {
 			a.StdDev, a.HalfWidth95 = a.Stats[0].StdDev, a.Stats[0].HalfWidth95
 		}
+	}
+	return nil
+}
+
+// calibrateLaplace gives each statistic Laplace noise for its share
+// ε_i = w_i/W·ε_a of the aggregates' ε_a: b_i = Δ0·Units/ε_i, exactly, then
+// rounded up (d0 = Δ0).
+func calibrateLaplace(stats []*StatPlan, totalW, epsAgg *big.Rat, d0i int) error {
+	d0 := float64(d0i)
+	for _, s := range stats {
+		// ε_i = w_i/W·ε_a and b_i = Δ0·Units/ε_i, exactly, then rounded up.
+		epsI := new(big.Rat).Mul(epsAgg, new(big.Rat).Quo(exactRat(s.weight), totalW))
+		if s.kind == Quantile {
+			if err := s.calibrateQuantileLaplace(d0i, epsI, s.level); err != nil {
+				return err
+			}
+			continue
+		}
+		s.fitGrid(d0 / ratFloorFloat(epsI)) // b = (Δ0/ε_i)·Units
+		b := new(big.Rat).SetInt64(int64(d0i) * s.Units)
+		b.Quo(b, epsI)
+		// Scales below 2^−32 (noise 0 except with probability
+		// e^(−2^32)) are raised to it so that the rational fits the
+		// sampler's 63-bit words; raising a scale only adds privacy.
+		if floor := new(big.Rat).SetFrac64(1, 1<<32); b.Cmp(floor) < 0 {
+			b = floor
+		}
+		if bf, _ := b.Float64(); bf > maxScaleUnits {
+			return s.tooLarge(bf)
+		}
+		l, err := noise.NewLaplaceRat(noise.RoundUp(b, 30))
+		if err != nil {
+			return fmt.Errorf("aggregate noise: %w (lower epsilon or max_groups_contributed are too extreme)", err)
+		}
+		s.lap = l
+		s.Epsilon = ratFloorFloat(epsI)
+		bf, _ := l.Scale().Float64()
+		s.Scale = bf * s.Granularity
+		s.StdDev = math.Sqrt(l.Variance()) * s.Granularity
+		s.HalfWidth95 = float64(l.HalfWidth(0.95)) * s.Granularity
+	}
+	return nil
+}
+
+// calibrateGaussian gives each statistic Gaussian noise for its share
+// ρ_i = w_i/W·ρ of the zCDP ρ that (ε_a, δ_a) allow, and checks that the
+// rounded-up σ's use no more than ρ in all.
+func (p *Plan) calibrateGaussian(stats []*StatPlan, totalW, epsAgg, deltaAgg *big.Rat) error {
+	d0 := float64(p.statGroups())
+	ea := ratFloorFloat(epsAgg)
+	da := ratFloorFloat(deltaAgg)
+	if p.Bounds != nil && p.Bounds.NoiseChoice {
+		da *= GaussianBranchDelta // the Gaussian branch's share of δ_a (noisechoice.go)
+	}
+	rho, err := maxRho(ea, da)
+	if err != nil {
+		return err
+	}
+	p.Rho = rho
+	if p.Bounds != nil {
+		rho = p.Bounds.setBoundsBudget(rho) // the statistics' part
+	}
+	p.UnitSigma = 1 / math.Sqrt(2*rho)
+	if s, err := noise.GaussianSigma(ea, da, 1); err == nil {
+		p.AnalyticUnitSigma = s
+	}
+	// Guard the float products: each ρ_i is taken 1e-9 below its share,
+	// and the exact sum of the rounded-up σ's ρ_i is checked below.
+	rhoUsed := new(big.Rat)
+	for _, s := range stats {
+		wf, _ := new(big.Rat).Quo(exactRat(s.weight), totalW).Float64()
+		rhoI := wf * rho * (1 - 1e-9)
+		if s.kind == Quantile {
+			used, err := s.calibrateQuantileRho(p.statGroups(), rhoI, s.level)
+			if err != nil {
+				return err
+			}
+			rhoUsed.Add(rhoUsed, used)
+			continue
+		}
+		s.fitGrid(math.Sqrt(d0 / (2 * rhoI))) // σ = √(Δ0/(2ρ_i))·Units
+		// σ² = Δ0·Units²/(2ρ_i) in units of g², exactly from the floats.
+		num := new(big.Int).SetInt64(s.Units)
+		num.Mul(num, num)
+		num.Mul(num, big.NewInt(int64(p.statGroups())))
+		s2 := new(big.Rat).SetInt(num)
+		s2.Quo(s2, new(big.Rat).Mul(big.NewRat(2, 1), exactRat(rhoI)))
+		if sf, _ := s2.Float64(); math.Sqrt(sf) > maxScaleUnits {
+			return s.tooLarge(math.Sqrt(sf))
+		}
+		g, err := noise.NewGaussian(noise.RoundUp(s2, 48))
+		if err != nil {
+			return fmt.Errorf("aggregate noise: %w (epsilon or delta are too small)", err)
+		}
+		s.gau = g
+		// Actual ρ_i = Δ0·Units²/(2σ²) for the rounded-up σ².
+		actual := new(big.Rat).SetInt(num)
+		actual.Quo(actual, new(big.Rat).Mul(big.NewRat(2, 1), g.Sigma2()))
+		rhoUsed.Add(rhoUsed, actual)
+		s.Rho, _ = actual.Float64()
+		sf, _ := g.Sigma2().Float64()
+		s.Scale = math.Sqrt(sf) * s.Granularity
+		s.StdDev = math.Sqrt(g.Variance()) * s.Granularity
+		s.HalfWidth95 = float64(g.HalfWidth(0.95)) * s.Granularity
+	}
+	if rhoUsed.Cmp(exactRat(rho)) > 0 {
+		return fmt.Errorf("internal error: the aggregates' zCDP %s exceeds the calibrated %v", rhoUsed.FloatString(20), rho)
 	}
 	return nil
 }
