@@ -147,14 +147,7 @@ func retypeFloats(n sql.Node, fo floatOutputs) (sql.Node, error) {
 	fixExpr := func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		switch x := e.(type) {
 		case *plan.Subquery:
-			if x.Query == nil {
-				return e, transform.SameTree, nil
-			}
-			q, same, err := transform.NodeWithOpaque(x.Query, fix)
-			if err != nil || same {
-				return e, transform.SameTree, err
-			}
-			return x.WithQuery(q), transform.NewTree, nil
+			return intoSubquery(x, fix)
 		case *expression.GetField:
 			if !fo[x.Id()] || x.Type() == types.Float64 {
 				return e, transform.SameTree, nil
@@ -212,4 +205,17 @@ func (r *Release) noteNoKey(ctx *sql.Context) {
 		"private release on %s.%s released no key: with key selection by %s at ε=%g, δ=%g a key needs about %d%s users to be released with probability ½; "+
 			"an empty result does not mean that no rows match. Raise dp_epsilon or group by coarser keys",
 		r.db, r.name, cal.Mechanism, cal.Epsilon, cal.Delta, n, orMore)})
+}
+
+// intoSubquery applies fix to the plan of subquery x (opaque nodes
+// included), returning x itself when nothing changed.
+func intoSubquery(x *plan.Subquery, fix func(sql.Node) (sql.Node, transform.TreeIdentity, error)) (sql.Expression, transform.TreeIdentity, error) {
+	if x.Query == nil {
+		return x, transform.SameTree, nil
+	}
+	q, same, err := transform.NodeWithOpaque(x.Query, fix)
+	if err != nil || same {
+		return x, transform.SameTree, err
+	}
+	return x.WithQuery(q), transform.NewTree, nil
 }

@@ -127,18 +127,33 @@ func (p *policy) projectedGroupBy(ctx *sql.Context, proj *plan.Project) (*Releas
 	if _, ok := p.protectedSource(g.Child); !ok {
 		return nil, nil
 	}
+	exprs, err := substituteSelected(g, proj.Projections, false)
+	if err != nil {
+		return nil, err
+	}
+	// The outputs keep the projection's column ids (transform.Expr
+	// rebuilds an Alias with a new id).
+	return p.groupByAs(ctx, plan.NewGroupBy(exprs, g.GroupByExprs, g.Child), proj.Schema(), proj.Projections, true)
+}
+
+// substituteSelected returns projections with every reference to one of
+// g's selected columns replaced by what that column selects (without its
+// alias); with raw false, a column that selects a plain column stays a
+// reference (projectedGroupBy), with raw true it is replaced too
+// (intervalGroupBy).
+func substituteSelected(g *plan.GroupBy, projections []sql.Expression, raw bool) ([]sql.Expression, error) {
 	byID := map[sql.ColumnId]sql.Expression{}
 	for _, e := range g.SelectedExprs {
 		if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
 			byID[ie.Id()] = unalias(e)
 		}
 	}
-	exprs := make([]sql.Expression, len(proj.Projections))
-	for i, e := range proj.Projections {
+	exprs := make([]sql.Expression, len(projections))
+	for i, e := range projections {
 		x, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 			if gf, ok := e.(*expression.GetField); ok {
 				if sel, ok := byID[gf.Id()]; ok {
-					if _, raw := sel.(*expression.GetField); !raw {
+					if _, plain := sel.(*expression.GetField); raw || !plain {
 						return sel, transform.NewTree, nil
 					}
 				}
@@ -150,9 +165,7 @@ func (p *policy) projectedGroupBy(ctx *sql.Context, proj *plan.Project) (*Releas
 		}
 		exprs[i] = x
 	}
-	// The outputs keep the projection's column ids (transform.Expr
-	// rebuilds an Alias with a new id).
-	return p.groupByAs(ctx, plan.NewGroupBy(exprs, g.GroupByExprs, g.Child), proj.Schema(), proj.Projections, true)
+	return exprs, nil
 }
 
 // aggregate is one DP aggregate of a private GROUP BY: its kind and the

@@ -51,14 +51,7 @@ func (h *hiddenColumns) resolve(n sql.Node) (sql.Node, error) {
 	fixExpr := func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
 		switch x := e.(type) {
 		case *plan.Subquery:
-			if x.Query == nil {
-				return e, transform.SameTree, nil
-			}
-			q, same, err := transform.NodeWithOpaque(x.Query, fix)
-			if err != nil || same {
-				return e, transform.SameTree, err
-			}
-			return x.WithQuery(q), transform.NewTree, nil
+			return intoSubquery(x, fix)
 		case *expression.GetField, *expression.Alias:
 			return e, transform.SameTree, nil
 		}

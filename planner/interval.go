@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/dolthub/go-mysql-server/sql"
-	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/plan"
 	"github.com/dolthub/go-mysql-server/sql/transform"
 
@@ -137,26 +136,9 @@ func (p *policy) intervalGroupBy(ctx *sql.Context, proj *plan.Project) (*Release
 	if _, ok := p.protectedSource(g.Child); !ok {
 		return nil, nil
 	}
-	byID := map[sql.ColumnId]sql.Expression{}
-	for _, e := range g.SelectedExprs {
-		if ie, ok := e.(sql.IdExpression); ok && ie.Id() != 0 {
-			byID[ie.Id()] = unalias(e)
-		}
-	}
-	exprs := make([]sql.Expression, len(proj.Projections))
-	for i, e := range proj.Projections {
-		x, _, err := transform.Expr(e, func(e sql.Expression) (sql.Expression, transform.TreeIdentity, error) {
-			if gf, ok := e.(*expression.GetField); ok {
-				if sel, ok := byID[gf.Id()]; ok {
-					return sel, transform.NewTree, nil
-				}
-			}
-			return e, transform.SameTree, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		exprs[i] = x
+	exprs, err := substituteSelected(g, proj.Projections, true) // groupby.go
+	if err != nil {
+		return nil, err
 	}
 	return p.groupByAs(ctx, plan.NewGroupBy(exprs, g.GroupByExprs, g.Child), proj.Schema(), proj.Projections, false)
 }
