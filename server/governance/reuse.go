@@ -163,33 +163,12 @@ func (g *Governor) ChargeOrReuse(ctx *sql.Context, reqs []release.Request) (*rel
 			return &release.Reuse{Data: s.Data, At: s.Time, Seq: s.Charges[0].Seq}, nil
 		}
 	}
-	stored := ledger.Stored{Analyst: User(ctx)}
-	for _, r := range reqs {
-		rec, err := g.charge(ctx, r)
-		if err != nil {
-			end()
-			return nil, err
-		}
-		if stored.Time.IsZero() {
-			stored.Time, stored.Database = rec.Time, rec.Balance.Database
-		}
-		stored.Charges = append(stored.Charges, ledger.StoredCharge{
-			Seq: rec.Seq, Function: r.Function, Table: r.Table, Mechanism: r.Mechanism, Epsilon: r.Epsilon, Delta: r.Delta,
-		})
+	stored, err := g.chargeAll(ctx, reqs)
+	if err != nil {
+		end()
+		return nil, err
 	}
-	u := &release.Reuse{End: end}
-	if key != nil && len(stored.Charges) > 0 {
-		u.Store = func(data []byte) error {
-			done, err := g.enter()
-			if err != nil {
-				return err
-			}
-			defer done()
-			stored.Data = data
-			return g.ledger.Keep(background(ctx), key, stored, g.reuse.Window)
-		}
-	}
-	return u, nil
+	return &release.Reuse{End: end, Store: g.storer(ctx, key, stored)}, nil
 }
 
 var _ release.Reuser = (*Governor)(nil)
@@ -247,5 +226,42 @@ func (g *Governor) join(ctx *sql.Context, key string) (end func(), err error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// chargeAll charges reqs in order and returns the record a stored release
+// keeps of them (its time and database are the first charge's).
+func (g *Governor) chargeAll(ctx *sql.Context, reqs []release.Request) (ledger.Stored, error) {
+	stored := ledger.Stored{Analyst: User(ctx)}
+	for _, r := range reqs {
+		rec, err := g.charge(ctx, r)
+		if err != nil {
+			return stored, err
+		}
+		if stored.Time.IsZero() {
+			stored.Time, stored.Database = rec.Time, rec.Balance.Database
+		}
+		stored.Charges = append(stored.Charges, ledger.StoredCharge{
+			Seq: rec.Seq, Function: r.Function, Table: r.Table, Mechanism: r.Mechanism, Epsilon: r.Epsilon, Delta: r.Delta,
+		})
+	}
+	return stored, nil
+}
+
+// storer returns the function that keeps a release's data under key with
+// the charges in stored, or nil when nothing is to be kept (no key, or no
+// charge).
+func (g *Governor) storer(ctx *sql.Context, key []byte, stored ledger.Stored) func([]byte) error {
+	if key == nil || len(stored.Charges) == 0 {
+		return nil
+	}
+	return func(data []byte) error {
+		done, err := g.enter()
+		if err != nil {
+			return err
+		}
+		defer done()
+		stored.Data = data
+		return g.ledger.Keep(background(ctx), key, stored, g.reuse.Window)
 	}
 }

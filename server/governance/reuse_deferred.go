@@ -4,7 +4,6 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/release"
-	"github.com/dpsql/dpsql/server/ledger"
 )
 
 // ReuseOrDefer implements release.DeferredReuser: ChargeOrReuse in two
@@ -52,30 +51,11 @@ func (g *Governor) ReuseOrDefer(ctx *sql.Context, reqs []release.Request) (*rele
 	}
 	u := &release.Reuse{End: end}
 	charge := func() error {
-		stored := ledger.Stored{Analyst: User(ctx)}
-		for _, r := range reqs {
-			rec, err := g.charge(ctx, r)
-			if err != nil {
-				return err
-			}
-			if stored.Time.IsZero() {
-				stored.Time, stored.Database = rec.Time, rec.Balance.Database
-			}
-			stored.Charges = append(stored.Charges, ledger.StoredCharge{
-				Seq: rec.Seq, Function: r.Function, Table: r.Table, Mechanism: r.Mechanism, Epsilon: r.Epsilon, Delta: r.Delta,
-			})
+		stored, err := g.chargeAll(ctx, reqs) // reuse.go
+		if err != nil {
+			return err
 		}
-		if key != nil && len(stored.Charges) > 0 {
-			u.Store = func(data []byte) error {
-				done, err := g.enter()
-				if err != nil {
-					return err
-				}
-				defer done()
-				stored.Data = data
-				return g.ledger.Keep(background(ctx), key, stored, g.reuse.Window)
-			}
-		}
+		u.Store = g.storer(ctx, key, stored)
 		return nil
 	}
 	return u, charge, nil
