@@ -73,9 +73,9 @@ func ParseBounds(s string) (lower, upper float64, err error) {
 
 // AggregateOptions builds the options of a release of aggregates of the
 // given kinds: ε and δ from the set-union parameters, the key-selection
-// mechanism from dp_mechanism when it keeps one histogram (dp_sips
-// samples the keys afresh in each round, which the aggregates cannot share:
-// dpagg.DefaultSelectionMechanism then), the rest from a.
+// mechanism from dp_mechanism (dp_sips, the default, is
+// dpagg.DefaultSelectionMechanism: on the kept keys its rounds never
+// re-sample), the rest from a.
 func AggregateOptions(p setunion.Options, a AggregateParams, kinds []dpagg.Kind) (dpagg.Options, error) {
 	o := dpagg.Defaults()
 	o.Epsilon, o.Delta = p.Epsilon, p.Delta

@@ -457,8 +457,7 @@ func (p *Plan) Lines() []string {
 	case p.PublicKeys:
 		out = append(out, "key selection: none (public keys: every key of the public key set is released)")
 	default:
-		out = append(out, fmt.Sprintf("key selection: %s with epsilon=%g delta=%g; a key is released when its weight plus %s noise (scale %.4g) exceeds %.4g",
-			sel.Mechanism, sel.Epsilon, sel.Delta, sel.Noise, sel.Scale, sel.Rho))
+		out = append(out, selectionLine(sel)) // selection.go
 	}
 	if len(p.Aggregates) == 0 {
 		return out

@@ -259,7 +259,6 @@ func TestValidateRejects(t *testing.T) {
 		{mut(func(o *Options) { o.SelectionDeltaShare = -0.5 }), "selection_delta_share"},
 		{mut(func(o *Options) { o.Mechanism = setunion.GreedyFrequency }), "by priority"},
 		{mut(func(o *Options) { o.Mechanism = setunion.GreedyFrequencyUnproven }), "unproven"},
-		{mut(func(o *Options) { o.Mechanism = setunion.DPSIPS }), "re-samples"},
 		{mut(func(o *Options) { o.Mechanism = setunion.PolicyGaussianL1 }), "disabled"},
 		{mut(func(o *Options) { o.Mechanism = setunion.SingleItem }), "max_groups_contributed=1"},
 		{mut(func(o *Options) { o.Aggregates[1].Lower, o.Aggregates[1].Upper = 0, 0 }), "clamping bounds"},

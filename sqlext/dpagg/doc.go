@@ -29,7 +29,8 @@
 //     the selection share (ε_s, δ_s) of the budget: the mechanism a private
 //     DISTINCT with max_items = Δ0 and (ε_s, δ_s) runs, with the same
 //     bounding (a user already holds ≤ Δ0 keys, so the builder's own
-//     sampling keeps them all);
+//     sampling keeps them all, and dp_sips, the default, never re-samples
+//     between its rounds: selection.go);
 //  5. for each selected key, adds independent integer noise to each
 //     statistic's total — discrete Laplace (CKS20 Algorithm 2) or discrete
 //     Gaussian (Algorithm 3) — and post-processes: counts clamped at 0, sums
@@ -80,6 +81,10 @@
 //
 // Selection. On databases whose users hold ≤ Δ0 keys, setunion's mechanism
 // is (ε_s, δ_s)-DP (see package setunion); it sees exactly the kept pairs.
+// The default, dp_sips, therefore never re-samples a user's keys between
+// its rounds, and no key's weight is capped, so a key that many users hold
+// is dropped only with a probability that vanishes as they grow
+// (selection.go: the design, its proof and the measured cost).
 //
 // Aggregates. For a statistic i, the vector (T_k)_{k∈K} has ℓ1 sensitivity
 // Δ0·U_i and ℓ2 sensitivity √Δ0·U_i in integers. Independent discrete Laplace
@@ -146,9 +151,7 @@
 // Selection mechanisms that do not sample a user's Δ0 keys uniformly once:
 // greedy_frequency and greedy_public (they keep the keys of highest
 // priority), the unproven greedy rules (no bound, which the aggregates'
-// sensitivity needs, and no proof: docs/privacy.md §7), dp_sips (its rounds re-sample each
-// user's keys, so no single Δ0-sample can serve selection and aggregates, and
-// a pre-sampled input would no longer be what a DISTINCT releases), the
+// sensitivity needs, and no proof: docs/privacy.md §7), the
 // disabled policy_gaussian_l1, single_item unless Δ0 = 1, SUM or AVG
 // with given bounds that are not finite with lower < upper, and Laplace
 // noise with a bound left to choose. Calibrate says which and why.

@@ -170,10 +170,14 @@ const (
 	DefaultEpsilon              = setunion.DefaultEpsilon
 	DefaultDelta                = setunion.DefaultDelta
 	DefaultMaxGroupsContributed = 100
-	// DefaultSelectionMechanism is policy_gaussian_l2: the best of the
-	// one-histogram mechanisms (setunion's own default, dp_sips, samples a
-	// user's keys afresh in each round, which the aggregates cannot share).
-	DefaultSelectionMechanism  = setunion.PolicyGaussianL2
+	// DefaultSelectionMechanism is dp_sips, setunion's own default, run on
+	// the kept (user, key) pairs: every user already holds at most Δ0 keys,
+	// so its rounds never re-sample and the aggregates share the one sample
+	// (selection.go). Unlike policy_gaussian_l2, whose cutoff caps a key's
+	// weight so that even a key every user holds is dropped with
+	// probability Φ(−α), no weight is capped: a key's miss probability
+	// falls to 0 as its users grow.
+	DefaultSelectionMechanism  = setunion.DPSIPS
 	DefaultMaxRowsPerGroup     = 1
 	DefaultSelectionShare      = 0.5
 	DefaultSelectionDeltaShare = 0.5
@@ -265,8 +269,6 @@ func (o Options) Validate() error {
 		return fmt.Errorf("mechanism %s chooses a user's keys by priority while the aggregates need the keys sampled uniformly at random; use %s", m, DefaultSelectionMechanism)
 	case !m.Bounded():
 		return fmt.Errorf("mechanism %s does not bound users to max_groups_contributed keys, which the aggregates' sensitivity needs; use a bounded mechanism such as %s", m, DefaultSelectionMechanism)
-	case m == setunion.DPSIPS:
-		return fmt.Errorf("mechanism %s re-samples every user's keys in each round, so no single sample of max_groups_contributed keys can serve both selection and aggregates; use a one-histogram mechanism such as %s", m, DefaultSelectionMechanism)
 	case m == setunion.SingleItem && o.MaxGroupsContributed != 1 && !o.Global && !o.PublicKeys:
 		return fmt.Errorf("mechanism %s keeps one key per user; set max_groups_contributed=1 (got %d)", m, o.MaxGroupsContributed)
 	}

@@ -123,6 +123,11 @@ func (c Calibration) Facts() []explain.Fact {
 			facts = append(facts, explain.F("cutoff", c.Gamma, "Γ: no key's weight is raised above this (users spend their weight on keys below it)"))
 		}
 	}
+	if n, ok := c.UsersForMiss(MissTarget); ok {
+		facts = append(facts, explain.F("users_for_miss_1e-9", n, "a key held by this many users, each holding only this key, is dropped with probability at most 1e-9 (more users: less)"))
+	} else {
+		facts = append(facts, explain.F("users_for_miss_1e-9", "never", "the cutoff Γ caps a key's weight, so even a key that every user holds is dropped with probability Φ(−α) > 1e-9, however many users hold it"))
+	}
 	if c.ThresholdDelta > 0 {
 		facts = append(facts, explain.F("threshold_delta", c.ThresholdDelta, "δ_T: the share of δ paid for by the threshold"))
 	}

@@ -1,0 +1,242 @@
+package dpagg
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dpsql/dpsql/sqlext/noise"
+	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
+)
+
+// selectionRun releases COUNT(*) at the defaults with Δ0 = d0, m = 1 over
+// users who each hold one key: sizes[i] users hold key i. It returns which
+// keys were released.
+func selectionRun(t *testing.T, d0 int, sizes []int, seed uint64) []bool {
+	t.Helper()
+	o := Defaults()
+	o.MaxGroupsContributed, o.MaxRowsPerGroup = d0, 1
+	o.Aggregates = []Aggregate{{Kind: CountRows}}
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]Value, 1)
+	for k, n := range sizes {
+		key := []byte(fmt.Sprintf("key%d", k))
+		for u := range n {
+			if err := p.Add([]byte(fmt.Sprintf("u%d-%d", k, u)), key, vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	res, err := p.Release(securerand.NewSeeded(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]bool, len(sizes))
+	for _, r := range res.Rows {
+		var k int
+		fmt.Sscanf(r.Key, "key%d", &k)
+		got[k] = true
+	}
+	return got
+}
+
+// TestBigKeysAlwaysReleased is issue 21's dashboard: five countries of 300
+// users each (every user in one country, Δ0 = 1, the default ε = 1,
+// δ = 1e-6). Each must be released in every one of 2,000 seeded releases.
+// With the former default selection (policy_gaussian_l2, α = 3) a key's
+// weight stopped at the cutoff Γ = 70.3 users and each country was dropped
+// with probability Φ(−3) = 1.35e-3: about 13.5 of these 10,000 draws, and
+// none with probability e^(−13.5) = 1.4e-6. Now the miss probability of a
+// country is Φ((44.9 − 300)/8.44) < 1e-200.
+//
+// A sixth key of 45 users, at the threshold, checks the release
+// probability of a small key against its formula, 1 − Φ((ρ − n)/σ).
+func TestBigKeysAlwaysReleased(t *testing.T) {
+	trials := iterations(2000, 300)
+	sizes := []int{300, 300, 300, 300, 300, 45}
+	missed, small := 0, 0
+	for s := range trials {
+		got := selectionRun(t, 1, sizes, uint64(7000+s))
+		for k := range 5 {
+			if !got[k] {
+				missed++
+			}
+		}
+		if got[5] {
+			small++
+		}
+	}
+	if missed > 0 {
+		t.Errorf("%d of %d draws of a 300-user key were not released (the former cutoff's rate Φ(−3) = 1.35e-3 predicts %.1f)",
+			missed, 5*trials, 5*float64(trials)*noise.Phi(-3))
+	}
+	plan := countPlan(t, 1)
+	checkRate(t, "45-user key", small, trials, 1-plan.Selection.MissProbability(45))
+}
+
+// TestSmallKeyRoundsProbability: at Δ0 = 4 the selection runs three
+// rounds; a key held by n users who hold nothing else has weight n in
+// every round until released, so it is released with probability
+// 1 − Π_r Φ((ρ_r − n)/σ_r).
+func TestSmallKeyRoundsProbability(t *testing.T) {
+	plan := countPlan(t, 4)
+	if len(plan.Selection.Rounds) != 3 {
+		t.Fatalf("rounds %+v", plan.Selection.Rounds)
+	}
+	n, _ := plan.Selection.UsersNeeded(0.5, false) // released with probability about ½
+	trials := iterations(3000, 200)
+	hits := 0
+	for s := range trials {
+		if selectionRun(t, 4, []int{n, 3}, uint64(9000+s))[0] {
+			hits++
+		}
+	}
+	checkRate(t, fmt.Sprintf("%d-user key over 3 rounds", n), hits, trials, 1-plan.Selection.MissProbability(float64(n)))
+}
+
+// countPlan is the default COUNT(*) plan at Δ0 = d0, m = 1.
+func countPlan(t *testing.T, d0 int) *Plan {
+	t.Helper()
+	o := Defaults()
+	o.MaxGroupsContributed, o.MaxRowsPerGroup = d0, 1
+	o.Aggregates = []Aggregate{{Kind: CountRows}}
+	plan, err := Calibrate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// checkRate fails t when hits of trials is more than 4.5 standard
+// deviations from trials·p.
+func checkRate(t *testing.T, what string, hits, trials int, p float64) {
+	t.Helper()
+	mean := float64(trials) * p
+	sd := math.Sqrt(float64(trials) * p * (1 - p))
+	t.Logf("%s: released %d of %d, expected %.1f ± %.1f (p = %.4f)", what, hits, trials, mean, sd, p)
+	if math.Abs(float64(hits)-mean) > 4.5*sd+1 {
+		t.Errorf("%s: released %d of %d times, expected %.1f ± %.1f", what, hits, trials, mean, sd)
+	}
+}
+
+// TestSelectionMissProbability states the miss probability of a big key
+// exactly, from the plans: at the defaults (ε = 1, δ = 1e-6) a key held by
+// 10× the users of the 50 % point, each holding only it, is dropped with
+// probability at most 1e-9, with Gaussian or Laplace aggregates and Δ0 = 1,
+// 4 or 100; under policy_gaussian_l2 (α = 3) no number of users gets
+// below Φ(−3).
+func TestSelectionMissProbability(t *testing.T) {
+	for _, nz := range []Noise{Gaussian, Laplace} {
+		for _, d0 := range []int{1, 4, 100} {
+			o := Defaults()
+			o.MaxGroupsContributed, o.MaxRowsPerGroup, o.Noise = d0, 1, nz
+			o.Aggregates = []Aggregate{{Kind: CountRows}}
+			plan, err := Calibrate(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sel := plan.Selection
+			if sel.Mechanism != setunion.DPSIPS {
+				t.Fatalf("default selection %s", sel.Mechanism)
+			}
+			half, _ := sel.UsersNeeded(0.5, false)
+			n9, ok := sel.UsersForMiss(setunion.MissTarget)
+			big := sel.MissProbability(float64(10 * half))
+			t.Logf("%s Δ0 = %d: %d round(s), 50%% at %d users, miss ≤ 1e-9 from %d users, miss at %d users %.3g",
+				nz, d0, len(sel.Rounds), half, n9, 10*half, big)
+			if !ok || n9 > 10*half || big > setunion.MissTarget {
+				t.Errorf("%s Δ0 = %d: miss ≤ 1e-9 from %d users (ok %v), at 10×%d users %.3g", nz, d0, n9, ok, half, big)
+			}
+			o.Mechanism = setunion.PolicyGaussianL2
+			pol, err := Calibrate(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			floor := pol.Selection.MissProbability(1e12)
+			if _, ok := pol.Selection.UsersForMiss(setunion.MissTarget); ok || math.Abs(floor-noise.Phi(-3)) > 1e-12 {
+				t.Errorf("policy_gaussian_l2 Δ0 = %d: miss floor %v, want Φ(−3) = %v", d0, floor, noise.Phi(-3))
+			}
+		}
+	}
+}
+
+// TestSelectionRoundsSensitivity is the property test of the selection's
+// privacy argument (selection.go) on random neighbouring databases: D and
+// D plus one user, each user's kept keys coupled as in
+// TestNeighbourSensitivity, and any public set E of keys released by
+// earlier rounds. Round r's histogram gives every user 1/√|W \ E| on each
+// of its kept keys W not in E. Between D and D′ it must move by at most 1
+// in ℓ2, every other user must keep the same keys, and a key with weight
+// on D′ but none on D must be one of the added user's.
+func TestSelectionRoundsSensitivity(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	worst := 0.0
+	for it := range iterations(1000, 150) {
+		o := Defaults()
+		o.MaxGroupsContributed = 1 + r.IntN(5)
+		o.MaxRowsPerGroup = 1
+		o.Aggregates = []Aggregate{{Kind: CountRows}}
+		rows, withAdded := neighbourDBs(r, 2+r.IntN(25), 2+r.IntN(10), 1, false)
+		seed := r.Uint64()
+		pa, pb := feed(t, o, rows), feed(t, o, withAdded)
+		if rd := pa.plan.Selection.Rounds; len(rd) == 0 || rd[len(rd)-1].MaxItems != o.MaxGroupsContributed {
+			t.Fatalf("selection rounds %+v at Δ0 = %d", rd, o.MaxGroupsContributed)
+		}
+		a, b := boundFixed(pa, seed), boundFixed(pb, seed)
+		for u, ka := range a.kept {
+			if !slices.Equal(ka, b.kept[u]) {
+				t.Fatalf("iter %d: user %s kept %v in D and %v in D′", it, u, ka, b.kept[u])
+			}
+		}
+		keys := make([]string, 0, len(b.totals))
+		for k := range b.totals {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for range 4 {
+			released := map[string]bool{}
+			for _, k := range keys {
+				released[k] = r.IntN(3) == 0
+			}
+			wa, wb := roundWeights(a.kept, released), roundWeights(b.kept, released)
+			d := 0.0
+			for _, k := range keys {
+				x := wb[k] - wa[k]
+				d += x * x
+				if wa[k] == 0 && wb[k] > 0 && !slices.Contains(b.kept["added"], k) {
+					t.Fatalf("iter %d: key %s has weight %v on D′, none on D, and is not the added user's", it, k, wb[k])
+				}
+			}
+			d = math.Sqrt(d)
+			worst = max(worst, d)
+			if d > 1+1e-12 {
+				t.Fatalf("iter %d: a round's histogram moved by %v in ℓ2 (bound 1)", it, d)
+			}
+		}
+	}
+	t.Logf("largest ℓ2 move of a round's histogram: %.6f (bound 1)", worst)
+}
+
+// roundWeights is a dp_sips round's histogram (the weighted Gaussian rule)
+// over each user's kept keys not released before.
+func roundWeights(kept map[string][]string, released map[string]bool) map[string]float64 {
+	w := map[string]float64{}
+	for _, ks := range kept {
+		var rest []string
+		for _, k := range ks {
+			if !released[k] {
+				rest = append(rest, k)
+			}
+		}
+		for _, k := range rest {
+			w[k] += 1 / math.Sqrt(float64(len(rest)))
+		}
+	}
+	return w
+}
