@@ -169,14 +169,12 @@ func wireShapes(tr wireTruth) []wireShape {
 		{name: "MEDIAN, PERCENTILE_CONT", sql: "SELECT MEDIAN(amount) AS med, PERCENTILE_CONT(amount, 0.9) AS p90 FROM searches",
 			cols: []string{"med", "p90"}, minRows: 1, maxRows: 1, num: map[int][2]float64{0: {10, 30}, 1: {25, 50}}},
 		{name: "MEDIAN per key", sql: "SELECT device, MEDIAN(amount) AS med FROM searches GROUP BY device ORDER BY device",
-			cols: []string{"device", "med"}, minRows: 1, maxRows: 2, // a key every user holds may still be dropped: see keyMayVanish in bi_test.go
-			num: map[int][2]float64{1: amount}},
+			cols: []string{"device", "med"}, minRows: 2, maxRows: 2, keys: []string{"desktop", "phone"}, num: map[int][2]float64{1: amount}},
 		{name: "VARIANCE, STDDEV", sql: "SELECT VARIANCE(amount) AS v, VAR_POP(amount) AS vp, VAR_SAMP(amount) AS vs, STDDEV(amount) AS sd, STDDEV_POP(amount) AS sdp, STDDEV_SAMP(amount) AS sds FROM searches",
 			cols: []string{"v", "vp", "vs", "sd", "sdp", "sds"}, minRows: 1, maxRows: 1,
 			num: map[int][2]float64{0: spread, 1: spread, 2: spread, 3: amount, 4: amount, 5: amount}},
 		{name: "STDDEV per key", sql: "SELECT device, STDDEV_SAMP(amount) AS sd, VAR_SAMP(amount) AS v FROM searches GROUP BY device ORDER BY device",
-			cols: []string{"device", "sd", "v"}, minRows: 1, maxRows: 2, // a key every user holds may still be dropped: see keyMayVanish in bi_test.go
-			num: map[int][2]float64{1: amount, 2: spread}},
+			cols: []string{"device", "sd", "v"}, minRows: 2, maxRows: 2, keys: []string{"desktop", "phone"}, num: map[int][2]float64{1: amount, 2: spread}},
 		{name: "public keys LEFT JOIN", sql: "SELECT c.code, COUNT(*) AS n, SUM(s.amount) AS total FROM countries c LEFT JOIN searches s ON s.country = c.code GROUP BY c.code",
 			cols: []string{"code", "n", "total"}, minRows: 6, maxRows: 6, keys: wirePublicKeys, num: map[int][2]float64{1: anyNumber, 2: anyNumber}, check: publicKeyCount},
 		{name: "public keys RIGHT JOIN", sql: "SELECT c.code, COUNT(*) AS n FROM searches s RIGHT JOIN countries c ON s.country = c.code AND s.day >= '2024-03-01' GROUP BY c.code",
