@@ -27,15 +27,15 @@ func TestSelectionKeysTable(t *testing.T) {
 		d0s   []int
 	}{{searchesTable(), []int{0, 1}}, {pythonTable(t), []int{0, 10, 100}}} {
 		for _, d0 := range tc.d0s {
-			for _, m := range []setunion.Mechanism{setunion.PolicyGaussianL2, setunion.DPSIPS} {
-				keys, pairs := 0.0, 0.0
+			for _, v := range selectionVariants(d0) {
+				keys := 0.0
 				for s := range seeds {
 					o := Defaults()
 					o.MaxGroupsContributed, o.MaxRowsPerGroup = d0, 1
 					if d0 == 0 {
 						o.MaxRowsPerGroup = 0
 					}
-					o.Mechanism = m
+					o.Mechanism, o.Alpha = v.m, v.alpha
 					o.Aggregates = []Aggregate{{Kind: CountRows}}
 					p, err := New(o)
 					if err != nil {
@@ -52,10 +52,28 @@ func TestSelectionKeysTable(t *testing.T) {
 						t.Fatal(err)
 					}
 					keys += float64(len(res.Rows)) / seeds
-					pairs += float64(res.Stats.Pairs) / seeds
 				}
-				t.Logf("%s, Δ0 = %d (0: chosen privately), %s: %.1f keys released (mean of %d seeds)", tc.table.name, d0, m, keys, seeds)
+				t.Logf("%s, Δ0 = %d (0: chosen privately), %s: %.1f keys released (mean of %d seeds)", tc.table.name, d0, v.name, keys, seeds)
 			}
 		}
 	}
+}
+
+// selectionVariant is one key-selection mechanism of the table.
+type selectionVariant struct {
+	name  string
+	m     setunion.Mechanism
+	alpha *float64
+}
+
+// selectionVariants are the former default, the current one and, at
+// Δ0 = 100, the other fixes considered: the policy with α = 6
+// (Φ(−6) ≈ 1e-9) and weighted_gaussian (one uncapped round).
+func selectionVariants(d0 int) []selectionVariant {
+	v := []selectionVariant{{"policy_gaussian_l2 α = 3 (former default)", setunion.PolicyGaussianL2, nil}, {"dp_sips (default)", setunion.DPSIPS, nil}}
+	if d0 == 100 {
+		v = append(v, selectionVariant{"policy_gaussian_l2 α = 6", setunion.PolicyGaussianL2, setunion.Float(6)},
+			selectionVariant{"weighted_gaussian", setunion.WeightedGaussian, nil})
+	}
+	return v
 }

@@ -240,3 +240,42 @@ func roundWeights(kept map[string][]string, released map[string]bool) map[string
 	}
 	return w
 }
+
+// TestSelectionCostAtOneKey: on the synthetic searches table (20,000
+// users, one country each of 60, Zipf) at Δ0 = 1, where a key's weight is
+// its number of users, the expected number of countries released,
+// Σ_k (1 − miss(n_k)), is computed exactly for the former default
+// (policy_gaussian_l2, whose weight min(n, Γ) only differs above Γ) and
+// for dp_sips: the fix must cost at most 2 % of the keys, with Gaussian
+// (δ_s = δ/2) or Laplace (δ_s = δ) aggregates.
+func TestSelectionCostAtOneKey(t *testing.T) {
+	tb := searchesTable()
+	users := make([]int, len(tb.keys))
+	seen := map[uint32]bool{}
+	for _, r := range tb.rows {
+		if !seen[r.u] {
+			seen[r.u] = true
+			users[r.k]++
+		}
+	}
+	for _, nz := range []Noise{Gaussian, Laplace} {
+		expected := map[setunion.Mechanism]float64{}
+		for _, m := range []setunion.Mechanism{setunion.PolicyGaussianL2, setunion.DPSIPS} {
+			o := Defaults()
+			o.MaxGroupsContributed, o.MaxRowsPerGroup, o.Noise, o.Mechanism = 1, 1, nz, m
+			o.Aggregates = []Aggregate{{Kind: CountRows}}
+			plan, err := Calibrate(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range users {
+				expected[m] += 1 - plan.Selection.MissProbability(float64(n))
+			}
+		}
+		pol, sips := expected[setunion.PolicyGaussianL2], expected[setunion.DPSIPS]
+		t.Logf("%s aggregates, Δ0 = 1: expected countries released %.3f (policy_gaussian_l2) against %.3f (dp_sips), %+.2f%%", nz, pol, sips, 100*(sips/pol-1))
+		if sips < 0.98*pol {
+			t.Errorf("%s: dp_sips releases %.3f countries, policy_gaussian_l2 %.3f", nz, sips, pol)
+		}
+	}
+}

@@ -190,6 +190,21 @@
 // the first random word does not decide, once in 1024 draws; and the missing
 // mass is a sum over the released items of per-item sums computed once.
 //
+// # A key that many users hold: the miss probability
+//
+// Calibration.MissProbability(w) bounds the probability that a key of
+// weight at least w is not released. For the mechanisms with a cutoff Γ
+// (the policies, greedy) it never falls below its value at Γ, whatever the
+// number of users: Φ(−α) = 1.35e-3 for policy_gaussian_l2 at α = 3. For
+// dp_sips it is Π_r Φ((ρ_r − w)/σ_r), w the key's first-round weight: a
+// user's weight 1/√|W_r| only grows as its other items are released, so
+// the key's weight in every later round is at least w, and each round,
+// given the rounds before, misses it with probability at most
+// Φ((ρ_r − w)/σ_r). This is why dpsql's GROUP BY selects keys with dp_sips
+// (package dpagg, selection.go); DP_EXPLAIN reports the users a key needs
+// for a miss probability of 1e-9 (users_for_miss_1e-9, "never" with a
+// cutoff).
+//
 // # Defaults
 //
 // dp_sips (R = 3, fractions ∝ 0.2^(R−1−r), δ_G = 0.8δ) with Δ0 chosen
