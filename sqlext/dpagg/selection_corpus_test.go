@@ -77,3 +77,31 @@ func selectionVariants(d0 int) []selectionVariant {
 	}
 	return v
 }
+
+// BenchmarkSelectionRelease compares the release time (grouping, bounding,
+// key selection and noise; not Add) of the former and the current key
+// selection on git_python_ecosystem's words, COUNT(*) at Δ0 = 100:
+//
+//	go test -run '^$' -bench BenchmarkSelectionRelease -benchtime 3x -count 3 ./sqlext/dpagg
+func BenchmarkSelectionRelease(b *testing.B) {
+	tt := loadTokens(b)
+	for _, m := range []setunion.Mechanism{setunion.PolicyGaussianL2, setunion.DPSIPS} {
+		b.Run(string(m), func(b *testing.B) {
+			o := Defaults()
+			o.Mechanism = m
+			o.Aggregates = []Aggregate{{Kind: CountRows}}
+			vals := []Value{Null}
+			for b.Loop() {
+				b.StopTimer()
+				p, _ := New(o)
+				for _, r := range tt.rows {
+					_ = p.Add(tt.users[r[0]], tt.words[r[1]], vals)
+				}
+				b.StartTimer()
+				if _, err := p.Release(securerand.New()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
