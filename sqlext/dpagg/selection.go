@@ -33,7 +33,7 @@ import (
 // (selection ε_s = 0.5, δ_s = 5e-7) and Δ0 = 1: σ = 8.44, ρ = 44.9, a key of
 // n users is missed with probability Φ((44.9 − n)/8.44): ≤ 1e-9 from
 // n = 96 users (DP_EXPLAIN's users_for_miss_1e-9), and at 10× the users
-// of the 50 % point (449 users) Φ(−47.9) < 1e-300. The policy's miss
+// of the 50 % point (450 users) Φ(−48) < 1e-300. The policy's miss
 // stays 1.35e-3 at every n ≥ Γ = 70.3.
 //
 // Cost, measured (TestSelectionKeysTable; docs/privacy.md, "GROUP BY key

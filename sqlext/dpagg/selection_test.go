@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql/sqlext/noise"
@@ -52,8 +53,10 @@ func selectionRun(t *testing.T, d0 int, sizes []int, seed uint64) []bool {
 // With the former default selection (policy_gaussian_l2, α = 3) a key's
 // weight stopped at the cutoff Γ = 70.3 users and each country was dropped
 // with probability Φ(−3) = 1.35e-3: about 13.5 of these 10,000 draws, and
-// none with probability e^(−13.5) = 1.4e-6. Now the miss probability of a
-// country is Φ((44.9 − 300)/8.44) < 1e-200.
+// none with probability e^(−13.5) = 1.4e-6 (run on the former default: 15
+// of 10,000 missed). Now the miss probability of a country is
+// Φ((ρ − 300)/σ) = Φ((42.3 − 300)/8.15) = 1.4e-219 (Laplace aggregates at
+// these options, so δ_s = δ).
 //
 // A sixth key of 45 users, at the threshold, checks the release
 // probability of a small key against its formula, 1 − Φ((ρ − n)/σ).
@@ -278,4 +281,26 @@ func TestSelectionCostAtOneKey(t *testing.T) {
 			t.Errorf("%s: dp_sips releases %.3f countries, policy_gaussian_l2 %.3f", nz, sips, pol)
 		}
 	}
+}
+
+// TestSelectionExplained: DP_EXPLAIN's facts and the plan's lines name the
+// selection and state the users a key needs for a miss of at most 1e-9.
+func TestSelectionExplained(t *testing.T) {
+	plan := countPlan(t, 4)
+	got := map[string]string{}
+	for _, f := range plan.Facts() {
+		got[f.Name] = f.Value
+	}
+	if got["selection.mechanism"] != string(setunion.DPSIPS) || got["selection.rounds"] != "3" {
+		t.Errorf("selection facts %v", got)
+	}
+	var n int
+	if _, err := fmt.Sscan(got["selection.users_for_miss_1e-9"], &n); err != nil || n < 50 || n > 200 {
+		t.Errorf("selection.users_for_miss_1e-9 = %q", got["selection.users_for_miss_1e-9"])
+	}
+	line := plan.Lines()[1]
+	if !strings.Contains(line, "dp_sips") || !strings.Contains(line, "3 round(s)") || !strings.Contains(line, fmt.Sprintf("a key of %d or more users is dropped with probability at most 1e-9", n)) {
+		t.Errorf("selection line %q", line)
+	}
+	t.Log(line)
 }
