@@ -226,20 +226,33 @@ func TestSelectionRoundsSensitivity(t *testing.T) {
 	t.Logf("largest ℓ2 move of a round's histogram: %.6f (bound 1)", worst)
 }
 
-// roundWeights is a dp_sips round's histogram (the weighted Gaussian rule)
-// over each user's kept keys not released before.
+// roundWeights is a dp_sips round's histogram, built with setunion's own
+// update rule for dp_sips (setunion.Histogram), over each user's kept keys
+// not released before.
 func roundWeights(kept map[string][]string, released map[string]bool) map[string]float64 {
-	w := map[string]float64{}
+	ids := map[string]uint32{}
+	var names []string
 	for _, ks := range kept {
-		var rest []string
 		for _, k := range ks {
-			if !released[k] {
-				rest = append(rest, k)
+			if _, ok := ids[k]; !ok {
+				ids[k] = uint32(len(names))
+				names = append(names, k)
 			}
 		}
-		for _, k := range rest {
-			w[k] += 1 / math.Sqrt(float64(len(rest)))
+	}
+	h := setunion.NewHistogram(setunion.DPSIPS, 0, len(names))
+	for _, ks := range kept {
+		var rest []uint32
+		for _, k := range ks {
+			if !released[k] {
+				rest = append(rest, ids[k])
+			}
 		}
+		h.Update(rest, nil)
+	}
+	w := map[string]float64{}
+	for i, k := range names {
+		w[k] = h.W[i]
 	}
 	return w
 }
