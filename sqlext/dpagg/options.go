@@ -134,8 +134,8 @@ type Options struct {
 	// selection gets all of δ.
 	SelectionDeltaShare float64 `json:"selection_delta_share"`
 	// Mechanism is the key-selection mechanism (a setunion mechanism that
-	// bounds users to Δ0 items in one histogram); "" means
-	// DefaultSelectionMechanism.
+	// bounds users to Δ0 items sampled uniformly, run on the kept pairs);
+	// "" means DefaultSelectionMechanism.
 	Mechanism setunion.Mechanism `json:"mechanism"`
 	// Alpha overrides the selection mechanism's cutoff parameter.
 	Alpha *float64 `json:"alpha,omitempty"`
