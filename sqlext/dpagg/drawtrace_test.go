@@ -1,0 +1,119 @@
+package dpagg
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Draw traces: the red team's tool for the paired work attacks
+// (integration/work_test.go). A tracing source records, for every 64-bit
+// word a release draws, the dpagg/setunion functions on the stack; two
+// releases on neighbouring inputs with the same seed must make the same
+// sequence of draws from the same code, except where the count is a
+// function of a DP output or of the public size of the input.
+
+type traceSource struct {
+	src   rand.Source
+	sites []string
+}
+
+func (s *traceSource) Uint64() uint64 {
+	pc := make([]uintptr, 24)
+	n := runtime.Callers(2, pc)
+	frames := runtime.CallersFrames(pc[:n])
+	var names []string
+	for {
+		f, more := frames.Next()
+		if i := strings.LastIndex(f.Function, "/"); i >= 0 && (strings.Contains(f.Function, "/dpagg.") || strings.Contains(f.Function, "/setunion.") || strings.Contains(f.Function, "/securerand.")) {
+			names = append(names, f.Function[i+1:])
+		}
+		if !more || len(names) == 6 {
+			break
+		}
+	}
+	s.sites = append(s.sites, strings.Join(names, "<"))
+	return s.src.Uint64()
+}
+
+// traceRelease releases rows under o with a traced seeded source.
+func traceRelease(t *testing.T, o Options, rows []row) ([]string, *Result) {
+	t.Helper()
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &traceSource{src: rand.NewChaCha8([32]byte{7})}
+	rng := rand.New(src)
+	if p.NeedsValuePass() {
+		for _, rw := range rows {
+			if err := p.AddValues([]byte(rw.unit), rw.values); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.ChooseValueBounds(rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rw := range rows {
+		if err := p.Add([]byte(rw.unit), []byte(rw.key), rw.values); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := p.ReleaseContext(context.Background(), rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src.sites, res
+}
+
+// firstDivergence describes where two traces first differ.
+func firstDivergence(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("draw %d: %s | %s", i, a[i], b[i])
+		}
+	}
+	if len(a) != len(b) {
+		long := a
+		if len(b) > len(a) {
+			long = b
+		}
+		return fmt.Sprintf("draw %d: one ends, the other draws at %s", min(len(a), len(b)), long[min(len(a), len(b))])
+	}
+	return ""
+}
+
+// victimRows are n rows of one user under key with value v.
+func victimRows(unit, key string, n int, v float64) []row {
+	var out []row
+	for range n {
+		out = append(out, row{unit: unit, key: key, values: []Value{Float(v), Float(v), Float(v), Float(v)}})
+	}
+	return out
+}
+
+// TestDrawTraceGlobalChosenBounds: a global release with bounds chosen
+// privately over an empty input and over the victim alone.
+func TestDrawTraceGlobalChosenBounds(t *testing.T) {
+	o := Defaults()
+	o.Epsilon = 0.001
+	o.Global = true
+	o.MaxRowsPerGroup = 0
+	o.Aggregates = []Aggregate{{Kind: Sum, AutoBounds: true}, {Kind: Quantile, Quantile: 0.5, AutoBounds: true}, {Kind: VarPop, AutoBounds: true}, {Kind: Avg, AutoBounds: true}}
+	var ordinary []row
+	for u := range 300 {
+		ordinary = append(ordinary, victimRows(fmt.Sprintf("u%d", u), "", 3, float64(u%100))...)
+	}
+	for _, base := range []struct {
+		name string
+		rows []row
+	}{{"empty", nil}, {"300 users", ordinary}} {
+		a, _ := traceRelease(t, o, base.rows)
+		b, _ := traceRelease(t, o, append(append([]row(nil), base.rows...), victimRows("victim", "", 120, 424242)...))
+		t.Logf("%s: draws %d without the victim, %d with; %s", base.name, len(a), len(b), firstDivergence(a, b))
+	}
+}
