@@ -117,3 +117,66 @@ func TestDrawTraceGlobalChosenBounds(t *testing.T) {
 		t.Logf("%s: draws %d without the victim, %d with; %s", base.name, len(a), len(b), firstDivergence(a, b))
 	}
 }
+
+// TestBoundTestsFixedWords: the noisy tests that choose the bounds draw
+// exactly two words each (securerand.BernoulliFixed), on neighbouring
+// inputs alike — an empty input against the victim alone, and random
+// neighbouring tables. securerand.Bernoulli read 0 words when the test's
+// probability rounded to 0 or 1 and a second word with probability about
+// p: 295 against 247 words for the global release over nothing and over
+// the victim alone, work chosen by the data.
+func TestBoundTestsFixedWords(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	o := Defaults()
+	o.Epsilon = 0.001
+	o.Global = true
+	o.MaxRowsPerGroup = 0
+	o.Aggregates = []Aggregate{{Kind: Sum, AutoBounds: true}, {Kind: Quantile, Quantile: 0.5, AutoBounds: true}, {Kind: VarPop, AutoBounds: true}, {Kind: Avg, AutoBounds: true}}
+	check := func(name string, o Options, rows []row) {
+		t.Helper()
+		p, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &traceSource{src: rand.NewChaCha8([32]byte{7})}
+		rng := rand.New(src)
+		if p.NeedsValuePass() {
+			for _, rw := range rows {
+				_ = p.AddValues([]byte(rw.unit), rw.values)
+			}
+			if err := p.ChooseValueBounds(rng); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, rw := range rows {
+			_ = p.Add([]byte(rw.unit), []byte(rw.key), rw.values)
+		}
+		if _, err := p.ReleaseContext(context.Background(), rng); err != nil {
+			t.Fatal(err)
+		}
+		words := 0
+		for _, s := range src.sites {
+			if strings.Contains(s, "(*tester).pass") {
+				words++
+			}
+		}
+		tests := p.plan.Bounds.Tests - p.tests.left
+		if words != 2*tests {
+			t.Errorf("%s: %d words for %d bound tests, want %d", name, words, tests, 2*tests)
+		}
+	}
+	v := victimRows("victim", "", 120, 424242)
+	check("global, empty", o, nil)
+	check("global, the victim alone", o, v)
+	keyed := o
+	keyed.Global, keyed.MaxGroupsContributed = false, 0
+	for it := range iterations(12, 4) {
+		d, withAdded := neighbourDBs(r, r.IntN(30), 5, len(o.Aggregates), it%2 == 0)
+		oo := o
+		if it%2 == 1 {
+			oo = keyed
+		}
+		check(fmt.Sprintf("iteration %d without", it), oo, d)
+		check(fmt.Sprintf("iteration %d with", it), oo, withAdded)
+	}
+}
