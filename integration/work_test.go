@@ -178,6 +178,15 @@ func workAttacks() []workAttack {
 	add(true, "global/where_victim_unit", "SELECT "+aggs+" FROM people WHERE user_id = 'victim'")
 	add(true, "global/where_victim_unit_bounds_set", append(bounds, "SELECT "+aggs+" FROM people WHERE user_id = 'victim'")...)
 	add(true, "global/where_victim_key", "SELECT "+aggs+" FROM people WHERE note = 'vk07'")
+	// A global release draws a fixed number of words for its bound tests
+	// (securerand.BernoulliFixed) and for its quantiles (§26); the noise
+	// after them depends on the chosen bounds, DP outputs, which at
+	// ε = 0.001 and one seed are the same in both. Before the bound tests
+	// read two words each, where_victim_unit drew 301 words without the
+	// victim and 260 with it.
+	for i := len(out) - 5; i < len(out); i++ {
+		out[i].same = true
+	}
 
 	// Public keys: one key only the victim holds, one rare, one common.
 	add(true, "public_keys/left_join", "SELECT l.k, "+strings.ReplaceAll(strings.ReplaceAll(aggs, "(n", "(p.n"), "COUNT(*)", "COUNT(p.n)")+" FROM lookup l LEFT JOIN people p ON p.note = l.k GROUP BY l.k")
@@ -200,6 +209,13 @@ func workAttacks() []workAttack {
 	out[len(out)-1].same = true
 	add(true, "masked_same/global_where_victim_key_bounds_set", append(bounds, "SELECT "+aggs+" FROM people WHERE note = 'vk07'")...)
 	out[len(out)-1].same = true
+
+	// The victim's rows evaluated at the per-row work bound and then
+	// dropped: the same draws, the same output — and a release slower by
+	// about the bound times the victim's rows (BenchmarkPairedTiming), the
+	// residual of docs/privacy.md §12 that no counter here sees.
+	exact("exact/costly_victim_branch_scan", "SELECT DISTINCT note FROM people WHERE IF(email = 'victim@example.org', LENGTH(LPAD(secret, 60000, 'x')) < 0, TRUE)")
+	exact("exact/costly_victim_branch_group", "SELECT note, COUNT(*) FROM people WHERE IF(email = 'victim@example.org', LENGTH(LPAD(secret, 60000, 'x')) < 0, TRUE) GROUP BY note")
 
 	exact("explain", "SELECT parameter, value FROM DP_EXPLAIN('SELECT note, COUNT(*), SUM(n) FROM people WHERE note = ''vk07'' GROUP BY note')")
 	exact("refused/plain_select", "SELECT note FROM people WHERE note = 'vk07'")
