@@ -298,6 +298,7 @@ func runWork(t testing.TB, d *workDeployment, a workAttack) workObservation {
 // path and give the same observation (numbers masked where the victim
 // contributes). Allocations are logged (-v), not asserted.
 func TestWorkIsolation(t *testing.T) {
+	fullRunOnly(t)
 	deps := [2]*workDeployment{startWork(t, 300, false), startWork(t, 300, true)}
 	for _, a := range workAttacks() {
 		t.Run(a.name, func(t *testing.T) {
@@ -335,6 +336,7 @@ func TestWorkIsolation(t *testing.T) {
 // warmed — a lazily built lookup, a plan cache, a stored release reused
 // across analysts, a shared index built on first use — would show here.
 func TestWorkCrossAnalyst(t *testing.T) {
+	fullRunOnly(t)
 	deps := [2]*workDeployment{startWork(t, 300, true), startWork(t, 300, true)} // [0]: alone, [1]: after analyst2
 	pre := []string{"SET dp_epsilon = 0.001", "SET @x = NULL", "SET @y = NULL"}
 	for _, q := range []struct{ name, sql string }{
