@@ -214,8 +214,14 @@ func workAttacks() []workAttack {
 	// dropped: the same draws, the same output — and a release slower by
 	// about the bound times the victim's rows (BenchmarkPairedTiming), the
 	// residual of docs/privacy.md §12 that no counter here sees.
-	exact("exact/costly_victim_branch_scan", "SELECT DISTINCT note FROM people WHERE IF(email = 'victim@example.org', LENGTH(LPAD(secret, 60000, 'x')) < 0, TRUE)")
-	exact("exact/costly_victim_branch_group", "SELECT note, COUNT(*) FROM people WHERE IF(email = 'victim@example.org', LENGTH(LPAD(secret, 60000, 'x')) < 0, TRUE) GROUP BY note")
+	// 15 values of 16,000 characters per victim row (each under the 64 KiB
+	// value bound at 4 bytes a character; near the 1 MiB row bound), one
+	// character on the other rows: every argument is evaluated (sealed
+	// evaluation is eager, so a costly branch of IF costs every row alike),
+	// but the size of a value may depend on the row.
+	costly := "email <> 'victim@example.org' AND " + strings.TrimSuffix(strings.Repeat("LENGTH(LPAD(secret, IF(email = 'victim@example.org', 16000, 1), 'x')) + ", 15), " + ") + " > 0"
+	exact("exact/costly_victim_branch_scan", "SELECT DISTINCT note FROM people WHERE "+costly)
+	exact("exact/costly_victim_branch_group", "SELECT note, COUNT(*) FROM people WHERE "+costly+" GROUP BY note")
 
 	exact("explain", "SELECT parameter, value FROM DP_EXPLAIN('SELECT note, COUNT(*), SUM(n) FROM people WHERE note = ''vk07'' GROUP BY note')")
 	exact("refused/plain_select", "SELECT note FROM people WHERE note = 'vk07'")
