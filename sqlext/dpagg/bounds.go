@@ -30,7 +30,7 @@ import (
 // distinct keys (Δ0), the largest number of rows under one key (m), the
 // largest |value| (clamping bound U). One user moves N by 1 and N_{>g} by 0
 // or 1, so T_g moves by −f or 1 − f: sensitivity ≤ 1. Each test is sampled
-// exactly as Bernoulli(Φ(−T_g/σ_t)) (securerand.Bernoulli), so no noisy
+// exactly as Bernoulli(Φ(−T_g/σ_t)) (securerand.BernoulliFixed), so no noisy
 // count exists. A sign test ("users with a negative value − f·N + Z ≤ 0")
 // decides lower = 0 or lower = −U.
 //
@@ -227,13 +227,15 @@ type tester struct {
 	left  int
 }
 
-// pass samples the test "t + Z ≤ 0", Z ~ N(0, σ_t²), exactly.
+// pass samples the test "t + Z ≤ 0", Z ~ N(0, σ_t²), exactly. It reads two
+// random words whatever the probability (securerand.BernoulliFixed), so
+// the tests' work depends on their number only, not on the data.
 func (t *tester) pass(stat float64) bool {
 	if t.left <= 0 {
 		panic("dpagg: more bound tests than planned")
 	}
 	t.left--
-	return securerand.Bernoulli(t.rng, noise.Phi(-stat/t.sigma))
+	return securerand.BernoulliFixed(t.rng, noise.Phi(-stat/t.sigma))
 }
 
 // search returns the smallest grid index whose test passes (binary search,
