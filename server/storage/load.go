@@ -12,6 +12,7 @@ import (
 
 	"github.com/dpsql/dpsql/internal/progress"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
+	_ "github.com/dpsql/dpsql/sqlext/tabfile/parquetfile" // Parquet files for Load and ColumnNames
 )
 
 // RowSource yields the rows of a file as text fields; a nil field is NULL.
