@@ -11,8 +11,8 @@ import (
 	"unicode"
 
 	"github.com/dpsql/dpsql/internal/progress"
+	_ "github.com/dpsql/dpsql/sqlext/parquetfile" // Parquet files for Load and ColumnNames
 	"github.com/dpsql/dpsql/sqlext/tabfile"
-	_ "github.com/dpsql/dpsql/sqlext/tabfile/parquetfile" // Parquet files for Load and ColumnNames
 )
 
 // RowSource yields the rows of a file as text fields; a nil field is NULL.

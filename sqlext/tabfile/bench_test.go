@@ -11,8 +11,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	_ "github.com/dpsql/dpsql/sqlext/parquetfile"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
-	_ "github.com/dpsql/dpsql/sqlext/tabfile/parquetfile"
 )
 
 // BenchmarkSource reads the same 200,000 (user_id, text) rows from each

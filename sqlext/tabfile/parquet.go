@@ -7,8 +7,8 @@ import (
 
 // ErrNoParquet is returned for a Parquet file by a program that does not
 // link the Parquet reader: it must import package
-// github.com/dpsql/dpsql/sqlext/tabfile/parquetfile for its side effect.
-var ErrNoParquet = errors.New("this program cannot read Parquet files (package sqlext/tabfile/parquetfile is not linked in)")
+// github.com/dpsql/dpsql/sqlext/parquetfile for its side effect.
+var ErrNoParquet = errors.New("this program cannot read Parquet files (package sqlext/parquetfile is not linked in)")
 
 // parquetReader is the Parquet reader registered by package parquetfile.
 var parquetReader struct {

@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	commands["union"] = command{"DP set union of the items in a TSV/CSV file", runUnion}
+	Commands["union"] = Command{"DP set union of the items in a TSV/CSV file", runUnion}
 }
 
 // unionSummary is the JSON line `dpsql union` prints to stderr. It describes
@@ -41,7 +41,7 @@ type unionSummary struct {
 }
 
 func runUnion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("union", stderr)
+	fs := NewFlagSet("union", stderr)
 	var in cli.InputFlags
 	var mf cli.MechanismFlags
 	in.Register(fs, false)
@@ -57,25 +57,25 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "(user, item) pairs whose item was not released), and the privacy cost.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := in.Validate(); err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	opts, err := mf.Options()
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	cli.WarnUnproven(stderr, opts.Mechanism)
 	cli.WarnDelta(stderr, opts.Delta)
 	rng, err := mf.Rand(stderr)
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	b, err := setunion.NewBuilder(opts)
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	var progress io.Writer = stderr
 	if *quiet {
