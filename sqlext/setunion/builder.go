@@ -68,6 +68,9 @@ type Builder struct {
 	// shared read-only with other builders: lists is prep's, and users and
 	// items stay empty until the builder is changed (own).
 	prep *Prepared
+	// histWorkers is how many goroutines may sum an additive histogram
+	// (SetHistogramWorkers; 0 or 1: one).
+	histWorkers int
 }
 
 // NewBuilder validates o and returns an empty builder.
@@ -625,7 +628,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 		if b.prep != nil {
 			src = userLists{flat: b.prep.flat()}
 		}
-		if w := histogramWorkers(src.pairs()); w > 1 {
+		if w := histogramWorkers(b.histWorkers, src.pairs()); w > 1 {
 			if err := parallelAdditive(ctx, rng, h, src, order, bound, exclude, w); err != nil { // parhist.go
 				return nil, err
 			}

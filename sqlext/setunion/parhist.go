@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -54,15 +53,24 @@ func additiveWeight(m Mechanism, n int) float64 {
 	return 1
 }
 
-// histogramWorkers returns how many goroutines should sum an additive
-// histogram of pairs (user, item) pairs: a power of two, 1 below
-// parallelHistogramMin pairs or on one processor.
-func histogramWorkers(pairs int) int {
-	p := runtime.GOMAXPROCS(0)
-	if pairs < parallelHistogramMin || p < 2 {
+// SetHistogramWorkers lets Release sum the additive histograms (the
+// counts, single_item, the weighted rules and every round of dp_sips) of
+// inputs with at least 2^18 (user, item) pairs on up to n goroutines (the
+// largest power of two not above n). The release is the same bit for bit
+// for every n. It is for a process that runs one release at a time, such as
+// `dpsql union`: the goroutines read every user's list each, so the sum
+// takes less wall time but more CPU, which a server running releases on
+// every core at once should not pay. The default is one goroutine.
+func (b *Builder) SetHistogramWorkers(n int) { b.histWorkers = n }
+
+// histogramWorkers returns how many goroutines sum an additive histogram of
+// pairs (user, item) pairs when up to n may: a power of two, 1 below
+// parallelHistogramMin pairs.
+func histogramWorkers(n, pairs int) int {
+	if pairs < parallelHistogramMin || n < 2 {
 		return 1
 	}
-	return 1 << (bits.Len(uint(p)) - 1)
+	return 1 << (bits.Len(uint(n)) - 1)
 }
 
 // userLists reads the users' item ids: from prepared input's flat ids when

@@ -4,7 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -56,6 +56,16 @@ func TestParallelHistogramSameBits(t *testing.T) {
 				for _, ex := range [][]uint64{nil, exclude} {
 					seed := r.Uint64()
 					want, wantNext := sequentialHistogram(t, b, m, ord, bound, ex, seed)
+					b.SetHistogramWorkers(3) // two goroutines, through Builder.histogram
+					rng := rand.New(rand.NewPCG(seed, 1))
+					h, err := b.histogram(context.Background(), rng, [2]uint64{1, 2}, ord, m, 0, bound, ex)
+					b.SetHistogramWorkers(0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.EqualFunc(h.W, want, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }) || rng.Uint64() != wantNext {
+						t.Fatalf("%s %s bound %d exclude %v: Builder.histogram on two goroutines differs", name, m, bound, ex != nil)
+					}
 					for _, workers := range []int{2, 4, 8} {
 						rng := rand.New(rand.NewPCG(seed, 1))
 						h := NewHistogram(m, 0, b.numItems())
@@ -79,11 +89,12 @@ func TestParallelHistogramSameBits(t *testing.T) {
 	}
 }
 
-// sequentialHistogram is Builder.histogram on one processor: H and the next
-// draw of its random source.
+// sequentialHistogram is Builder.histogram with one goroutine: H and the
+// next draw of its random source.
 func sequentialHistogram(t *testing.T, b *Builder, m Mechanism, order []uint32, bound int, exclude []uint64, seed uint64) ([]float64, uint64) {
 	t.Helper()
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer b.SetHistogramWorkers(b.histWorkers)
+	b.SetHistogramWorkers(1)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	h, err := b.histogram(context.Background(), rng, [2]uint64{1, 2}, order, m, 0, bound, exclude)
 	if err != nil {

@@ -3,6 +3,7 @@ package batch
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/dpsql/dpsql/internal/cli"
@@ -77,6 +78,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return UsageError{err}
 	}
+	b.SetHistogramWorkers(runtime.GOMAXPROCS(0)) // the one release of this process
 	var progress io.Writer = stderr
 	if *quiet {
 		progress = nil
