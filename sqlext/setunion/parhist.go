@@ -163,7 +163,10 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 	}
 	// 2. The uniform samples of the users above the bound, in order, with
 	// the calls Update's caller makes.
-	sampled := map[int][]uint32{}
+	// They are kept one after the other in samples; sampledAt maps a user's
+	// position in order to where its bound items start.
+	var samples, buf []uint32
+	sampledAt := map[int]int{}
 	for k, u := range order {
 		if k%checkUsers == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -172,8 +175,9 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 			continue
 		}
 		ids, entries := src.raw(u)
-		items := appendLeft(appendLeft(make([]uint32, 0, n[k]), ids, 0, exclude), entries, 32, exclude)
-		sampled[k] = securerand.SampleInPlace(rng, items, bound)
+		buf = appendLeft(appendLeft(buf[:0], ids, 0, exclude), entries, 32, exclude)
+		sampledAt[k] = len(samples)
+		samples = append(samples, securerand.SampleInPlace(rng, buf, bound)...)
 		n[k] = int32(bound)
 	}
 	// 3. The sums, each goroutine over its own items and every user in
@@ -189,8 +193,8 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 				continue
 			}
 			w := additiveWeight(h.rule, int(n[k]))
-			if s, ok := sampled[k]; ok {
-				addOwn(h.W, s, 0, nil, w, mask, own)
+			if at, ok := sampledAt[k]; ok {
+				addOwn(h.W, samples[at:at+bound], 0, nil, w, mask, own)
 				continue
 			}
 			ids, entries := src.raw(u)
