@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	commands["bench"] = command{"time private releases against the same non-private queries on a corpus; prints a table", runBench}
+	commands["bench"] = command{Summary: "time private releases against the same non-private queries on a corpus; prints a table", Run: runBench}
 }
 
 // defaultCorpus is the benchmark input: $DPSQL_DATA_DIR or ../shared/data.

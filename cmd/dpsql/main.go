@@ -13,24 +13,28 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/dpsql/dpsql/cmd/dpsql/internal/batch"
+	_ "github.com/dpsql/dpsql/cmd/dpsql/internal/batchmain" // runs the batch commands before the SQL engine is initialised
 )
 
-// command is one subcommand: run parses args and does the work, writing
-// results to stdout and diagnostics to stderr.
-type command struct {
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) error
-}
+// command is one subcommand (see batch.Command).
+type command = batch.Command
 
-// commands is filled by the init functions of the subcommand files.
+// commands is filled by the init functions of the subcommand files, and
+// with the batch commands below.
 var commands = map[string]command{}
+
+func init() {
+	for name, c := range batch.Commands {
+		commands[name] = c
+	}
+}
 
 // defaultCommand runs when the first argument is not a command name.
 const defaultCommand = "serve"
@@ -58,19 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if err := cmd.run(args, stdout, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "dpsql %s: %v\n", name, err)
-			return 2
-		}
-		fmt.Fprintf(stderr, "dpsql %s: %v\n", name, err)
-		return 1
-	}
-	return 0
+	return batch.ExitCode(name, cmd.Run(args, stdout, stderr), stderr)
 }
 
 func usage(w io.Writer) {
@@ -86,33 +78,16 @@ func usage(w io.Writer) {
 		if n == defaultCommand {
 			def = " (default)"
 		}
-		fmt.Fprintf(w, "  %-8s %s%s\n", n, commands[n].summary, def)
+		fmt.Fprintf(w, "  %-8s %s%s\n", n, commands[n].Summary, def)
 	}
 	fmt.Fprintln(w, "\nRun 'dpsql COMMAND -h' for the flags of a command.")
 }
 
-// usageError marks errors in the command line (exit code 2).
-type usageError struct{ error }
+// The command-line helpers of the batch commands serve every command.
+type usageError = batch.UsageError
 
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
-
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("dpsql "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parseFlags parses args and rejects stray positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
-	}
-	return nil
-}
+var (
+	usagef     = batch.Usagef
+	newFlagSet = batch.NewFlagSet
+	parseFlags = batch.ParseFlags
+)

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	commands["passwd"] = command{"hash a password for the password_hash of an account in the config", runPasswd}
+	commands["passwd"] = command{Summary: "hash a password for the password_hash of an account in the config", Run: runPasswd}
 }
 
 // passwdStdin is where passwd reads the password (a variable for tests).
@@ -66,7 +66,7 @@ func runPasswd(args []string, stdout, stderr io.Writer) error {
 	}
 	h, err := config.HashPassword(*plugin, password)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	fmt.Fprintln(stdout, h)
 	fmt.Fprintf(stderr, "paste into the account in the config:  password_hash: '%s'\n", h)

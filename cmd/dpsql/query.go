@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	commands["query"] = command{"run SQL on the embedded engine (demo data and loaded files) and exit", runQuery}
+	commands["query"] = command{Summary: "run SQL on the embedded engine (demo data and loaded files) and exit", Run: runQuery}
 }
 
 // loadFlags collects repeated --load NAME=FILE flags.
@@ -73,17 +73,17 @@ func (d *dataFlags) provider(stderr io.Writer) (*storage.Provider, string, error
 	for i, l := range d.loads {
 		spec, err := storage.ParseLoadSpec(l, defaultLoadDB)
 		if err != nil {
-			return nil, "", usageError{err}
+			return nil, "", usageError{Err: err}
 		}
 		db, ok := p.Lookup(spec.Database)
 		if !ok {
 			db = storage.NewDatabase(spec.Database)
 			if err := p.AddDatabase(db); err != nil {
-				return nil, "", usageError{fmt.Errorf("--load %s: %w", l, err)}
+				return nil, "", usageError{Err: fmt.Errorf("--load %s: %w", l, err)}
 			}
 		}
 		if _, dup := db.Table(spec.Table); dup {
-			return nil, "", usageError{fmt.Errorf("--load %s: table %s.%s is loaded twice", l, spec.Database, spec.Table)}
+			return nil, "", usageError{Err: fmt.Errorf("--load %s: table %s.%s is loaded twice", l, spec.Database, spec.Table)}
 		}
 		var progress io.Writer = stderr
 		if d.quiet {

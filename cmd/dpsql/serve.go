@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	commands["serve"] = command{"run the governed MySQL-protocol server (a configuration, or the built-in demo on localhost)", runServe}
+	commands["serve"] = command{Summary: "run the governed MySQL-protocol server (a configuration, or the built-in demo on localhost)", Run: runServe}
 }
 
 // serveStop, when closed, stops a running serve command like Ctrl-C (for
@@ -145,7 +145,7 @@ func governedOptions(f serveFlags) (server.GovernedOptions, server.Credentials, 
 	}
 	addr := cmp.Or(f.addr, config.DefaultListen)
 	if err := server.CheckDemoAddress(addr); err != nil {
-		return opts, cred, usageError{err}
+		return opts, cred, usageError{Err: err}
 	}
 	ln, err := server.Listen(addr)
 	if err != nil {
@@ -159,7 +159,7 @@ func governedOptions(f serveFlags) (server.GovernedOptions, server.Credentials, 
 	})
 	if err != nil {
 		ln.Close()
-		return opts, cred, usageError{err}
+		return opts, cred, usageError{Err: err}
 	}
 	opts.Listener = ln
 	return opts, cred, nil

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/dpsql/dpsql/internal/progress"
+	_ "github.com/dpsql/dpsql/sqlext/parquetfile" // Parquet files for Load and ColumnNames
 	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 

@@ -68,6 +68,9 @@ type Builder struct {
 	// shared read-only with other builders: lists is prep's, and users and
 	// items stay empty until the builder is changed (own).
 	prep *Prepared
+	// histWorkers is how many goroutines may sum an additive histogram
+	// (SetHistogramWorkers; 0 or 1: one).
+	histWorkers int
 }
 
 // NewBuilder validates o and returns an empty builder.
@@ -620,6 +623,18 @@ func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weight
 // lists either way.
 func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []uint64) (*Histogram, error) {
 	h := NewHistogram(m, gamma, b.numItems())
+	if m.additive() {
+		src := userLists{lists: b.lists}
+		if b.prep != nil {
+			src = userLists{flat: b.prep.flat()}
+		}
+		if w := histogramWorkers(b.histWorkers, src.pairs()); w > 1 {
+			if err := parallelAdditive(ctx, rng, h, src, order, bound, exclude, w); err != nil { // parhist.go
+				return nil, err
+			}
+			return h, nil
+		}
+	}
 	greedy := m.greedy()
 	if greedy {
 		h.Tie = make([]uint64, b.numItems())

@@ -55,14 +55,8 @@ func (h *Histogram) Update(items []uint32, priority []float64) {
 		return
 	}
 	switch h.rule {
-	case CountLaplace, CountGaussian, SingleItem:
-		for _, u := range items {
-			h.W[u]++
-		}
-	case WeightedLaplace:
-		h.addAll(items, 1/float64(len(items)))
-	case WeightedGaussian, DPSIPS:
-		h.addAll(items, 1/math.Sqrt(float64(len(items))))
+	case CountLaplace, CountGaussian, SingleItem, WeightedLaplace, WeightedGaussian, DPSIPS:
+		h.addAll(items, additiveWeight(h.rule, len(items)))
 	case PolicyLaplace:
 		h.descent(items, false)
 	case PolicyGaussianL1:

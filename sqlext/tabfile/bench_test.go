@@ -1,4 +1,4 @@
-package tabfile
+package tabfile_test
 
 import (
 	"bufio"
@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	_ "github.com/dpsql/dpsql/sqlext/parquetfile"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
 // BenchmarkSource reads the same 200,000 (user_id, text) rows from each
@@ -48,15 +51,15 @@ func BenchmarkSource(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		path string
-		o    Options
+		o    tabfile.Options
 	}{
-		{"tsv", tsv, Options{Columns: []Column{{Position: 1}, {Position: 2}}}},
-		{"jsonl", jsonl, Options{Columns: []Column{{Name: "user_id"}, {Name: "text"}}}},
-		{"parquet", pq, Options{Columns: []Column{{Name: "user_id"}, {Name: "text"}}}},
+		{"tsv", tsv, tabfile.Options{Columns: []tabfile.Column{{Position: 1}, {Position: 2}}}},
+		{"jsonl", jsonl, tabfile.Options{Columns: []tabfile.Column{{Name: "user_id"}, {Name: "text"}}}},
+		{"parquet", pq, tabfile.Options{Columns: []tabfile.Column{{Name: "user_id"}, {Name: "text"}}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				s, err := OpenSource(c.path, c.o)
+				s, err := tabfile.OpenSource(c.path, c.o)
 				if err != nil {
 					b.Fatal(err)
 				}

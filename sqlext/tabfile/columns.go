@@ -3,10 +3,6 @@ package tabfile
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
-
-	"github.com/parquet-go/parquet-go"
 )
 
 // ColumnNames returns the names a self-describing file gives its columns:
@@ -56,37 +52,4 @@ func jsonlKeys(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s: the first object has no keys; declare the columns: --load 'TABLE(key, …)=FILE'", path)
 	}
 	return keys, nil
-}
-
-// parquetColumns returns the flat (non-repeated) columns of a Parquet file,
-// nested names joined with dots.
-func parquetColumns(path string) (names []string, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if r := recover(); r != nil { // parquet-go panics on some malformed files
-			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, r)
-		}
-	}()
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable Parquet file: %w", path, err)
-	}
-	schema := pf.Schema()
-	for _, c := range schema.Columns() {
-		if leaf, ok := schema.Lookup(c...); ok && leaf.MaxRepetitionLevel == 0 {
-			names = append(names, strings.Join(c, "."))
-		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("%s: no flat columns to load", path)
-	}
-	return names, nil
 }

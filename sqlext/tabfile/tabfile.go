@@ -8,9 +8,11 @@
 // has had tabs and newlines replaced by spaces). CSV follows RFC 4180 through
 // encoding/csv (quoted fields may contain commas, quotes and newlines). JSON
 // lines hold one JSON object per line; Parquet files are read column by
-// column with github.com/parquet-go/parquet-go. Values of JSON lines and
-// Parquet files are rendered as the text MySQL accepts for them (see
-// OpenSource).
+// column with github.com/parquet-go/parquet-go by package sqlext/parquetfile,
+// which a program imports for its side effect (RegisterParquet) so that
+// programs reading only TSV and CSV do not link parquet-go. Values of JSON
+// lines and Parquet files are rendered as the text MySQL accepts for them
+// (see OpenSource).
 package tabfile
 
 import (

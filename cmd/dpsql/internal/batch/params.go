@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 )
 
 func init() {
-	commands["params"] = command{"explain, without data, what a release with these options does: noise, threshold, users a key needs, aggregates' noise", runParams}
+	Commands["params"] = Command{"explain, without data, what a release with these options does: noise, threshold, users a key needs, aggregates' noise", runParams}
 }
 
 func runParams(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("params", stderr)
+	fs := NewFlagSet("params", stderr)
 	var mf cli.MechanismFlags
 	mf.Register(fs, false)
 	asJSON := fs.Bool("json", false, "print the calibration as one JSON object instead of a table")
@@ -35,18 +35,18 @@ func runParams(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "same for a query. --json prints the full calibration as JSON.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	opts, err := mf.Options()
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	cli.WarnDelta(stderr, opts.Delta)
 	if *aggs == "" {
 		cal, err := setunion.Calibrate(opts)
 		if err != nil {
-			return usageError{err}
+			return UsageError{err}
 		}
 		if *asJSON {
 			return cli.WriteJSON(stdout, cal)
@@ -63,12 +63,12 @@ func runParams(args []string, stdout, stderr io.Writer) error {
 		o.Mechanism = opts.Mechanism
 	}
 	if o.Noise, err = dpagg.ParseNoise(*noiseName); err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	var lower, upper float64
 	if *bounds != "" {
 		if _, err := fmt.Sscanf(strings.ReplaceAll(*bounds, " ", ""), "%g,%g", &lower, &upper); err != nil {
-			return usageError{fmt.Errorf("--bounds must be 'lower,upper', e.g. 0,100: %v", err)}
+			return UsageError{fmt.Errorf("--bounds must be 'lower,upper', e.g. 0,100: %v", err)}
 		}
 	}
 	for _, k := range strings.Split(*aggs, ",") {
@@ -78,7 +78,7 @@ func runParams(args []string, stdout, stderr io.Writer) error {
 		}
 		if a.Kind.NeedsBounds() {
 			if *bounds == "" {
-				return usageError{fmt.Errorf("%s needs --bounds lower,upper (bounds are never derived from the data)", a.Kind)}
+				return UsageError{fmt.Errorf("%s needs --bounds lower,upper (bounds are never derived from the data)", a.Kind)}
 			}
 			a.Lower, a.Upper = lower, upper
 		}
@@ -86,7 +86,7 @@ func runParams(args []string, stdout, stderr io.Writer) error {
 	}
 	plan, err := dpagg.Calibrate(o)
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	if *asJSON {
 		return cli.WriteJSON(stdout, plan)

@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	commands["ngrams"] = command{"DP n-gram extraction from the text of a TSV/CSV file", runNgrams}
+	Commands["ngrams"] = Command{"DP n-gram extraction from the text of a TSV/CSV file", runNgrams}
 }
 
 // ngramsSummary is the JSON line `dpsql ngrams` prints to stderr. Apart from
@@ -103,21 +103,21 @@ func (f *ngramsFlags) options() (ngrams.Options, error) {
 	o := ngrams.Options{MaxN: *f.maxN, Epsilon: *f.eps, Delta: *f.delta, MaxItems: *f.maxItems, Eta: *f.eta, Alpha: f.alpha}
 	var err error
 	if o.Mechanism, err = setunion.ParseMechanism(*f.mech); err != nil {
-		return o, usageError{fmt.Errorf("--mechanism: %w", err)}
+		return o, UsageError{fmt.Errorf("--mechanism: %w", err)}
 	}
 	if *f.update != "" {
 		if o.Update, err = setunion.ParseMechanism(*f.update); err != nil {
-			return o, usageError{fmt.Errorf("--update: %w", err)}
+			return o, UsageError{fmt.Errorf("--update: %w", err)}
 		}
 	}
 	if o.BudgetSplit, err = ngrams.ParseBudgetSplit(*f.split); err != nil {
-		return o, usageError{err}
+		return o, UsageError{err}
 	}
 	if *f.levelMax != "" {
 		for _, v := range strings.Split(*f.levelMax, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil {
-				return o, usagef("--level-max-items: %q is not an integer (give comma-separated integers, for example 100,50,50)", v)
+				return o, Usagef("--level-max-items: %q is not an integer (give comma-separated integers, for example 100,50,50)", v)
 			}
 			o.LevelMaxItems = append(o.LevelMaxItems, n)
 		}
@@ -126,7 +126,7 @@ func (f *ngramsFlags) options() (ngrams.Options, error) {
 }
 
 func runNgrams(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ngrams", stderr)
+	fs := NewFlagSet("ngrams", stderr)
 	var fl ngramsFlags
 	fl.register(fs)
 	fs.Usage = func() {
@@ -136,11 +136,11 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "n-gram, then one JSON summary line on stderr (operator-only: it holds exact input counts).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := fl.in.Validate(); err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	o, err := fl.options()
 	if err != nil {
@@ -148,12 +148,12 @@ func runNgrams(args []string, stdout, stderr io.Writer) error {
 	}
 	ex, err := ngrams.New(o)
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	cli.WarnDelta(stderr, o.Delta)
 	rng, err := cli.Rand(*fl.seed, stderr)
 	if err != nil {
-		return usageError{err}
+		return UsageError{err}
 	}
 	var progress io.Writer = stderr
 	if *fl.quiet {

@@ -1,0 +1,225 @@
+package setunion
+
+import (
+	"context"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/dpsql/dpsql/sqlext/securerand"
+)
+
+// Summing an additive histogram on several cores.
+//
+// The additive rules (the counts, single_item, the weighted rules and every
+// round of dp_sips) add to each of a user's items the same weight c(n), a
+// function of the user's number n of (bounded) items only. H[i] is then the
+// sum of c(n_v) over the users v holding item i, added in the users' order.
+// Floating-point addition is not associative, so to give the same bits as
+// one goroutine (and so the same seeded release), the sum of each item must
+// be taken in that order: the goroutines split the items, not the users.
+// Goroutine j of P (a power of two) owns the items whose block of 8 ids
+// (one 64-byte cache line of H) is j modulo P; each reads every user's list
+// in order and adds to its own items only. The random part of a round, the
+// uniform sample of the users with more than Δ0 items, is drawn before, on
+// one goroutine, in the users' order and with the same calls, so the rng is
+// consumed exactly as by Histogram.Update over the users one by one.
+
+// parallelHistogramMin is the number of (user, item) pairs from which an
+// additive histogram is summed on all cores.
+const parallelHistogramMin = 1 << 18
+
+// additive reports whether m's update adds the same weight, additiveWeight,
+// to each of a user's items.
+func (m Mechanism) additive() bool {
+	switch m {
+	case CountLaplace, CountGaussian, SingleItem, WeightedLaplace, WeightedGaussian, DPSIPS:
+		return true
+	}
+	return false
+}
+
+// additiveWeight is the weight an additive rule m adds to each item of a
+// user with n > 0 items: 1/n for weighted_laplace (ℓ1 norm 1), 1/√n for the
+// Gaussian weighted rules (ℓ2 norm 1), 1 for the counts and single_item.
+func additiveWeight(m Mechanism, n int) float64 {
+	switch m {
+	case WeightedLaplace:
+		return 1 / float64(n)
+	case WeightedGaussian, DPSIPS:
+		return 1 / math.Sqrt(float64(n))
+	}
+	return 1
+}
+
+// SetHistogramWorkers lets Release sum the additive histograms (the
+// counts, single_item, the weighted rules and every round of dp_sips) of
+// inputs with at least 2^18 (user, item) pairs on up to n goroutines (the
+// largest power of two not above n). The release is the same bit for bit
+// for every n. It is for a process that runs one release at a time, such as
+// `dpsql union`: the goroutines read every user's list each, so the sum
+// takes less wall time but more CPU, which a server running releases on
+// every core at once should not pay. The default is one goroutine.
+func (b *Builder) SetHistogramWorkers(n int) { b.histWorkers = n }
+
+// histogramWorkers returns how many goroutines sum an additive histogram of
+// pairs (user, item) pairs when up to n may: a power of two, 1 below
+// parallelHistogramMin pairs.
+func histogramWorkers(n, pairs int) int {
+	if pairs < parallelHistogramMin || n < 2 {
+		return 1
+	}
+	return 1 << (bits.Len(uint(n)) - 1)
+}
+
+// userLists reads the users' item ids: from prepared input's flat ids when
+// flat is not nil, else from the builder's lists (item id in the high 32
+// bits of each entry).
+type userLists struct {
+	flat  *flatLists
+	lists [][]uint64
+}
+
+// raw returns user u's ids (flat input) or entries (lists); the other is nil.
+func (l userLists) raw(u uint32) ([]uint32, []uint64) {
+	if l.flat != nil {
+		return l.flat.ids[l.flat.off[u]:l.flat.off[u+1]], nil
+	}
+	return nil, l.lists[u]
+}
+
+// pairs returns the number of (user, item) pairs.
+func (l userLists) pairs() int {
+	if l.flat != nil {
+		return len(l.flat.ids)
+	}
+	n := 0
+	for _, e := range l.lists {
+		n += len(e)
+	}
+	return n
+}
+
+// idOf is the item id of a flat id (shift 0) or a list entry (shift 32).
+func idOf[E uint32 | uint64](e E, shift uint) uint32 { return uint32(uint64(e) >> shift) }
+
+// excluded reports whether item i is in the bitset exclude (nil: none).
+func excluded(exclude []uint64, i uint32) bool {
+	return exclude != nil && exclude[i>>6]&(1<<(i&63)) != 0
+}
+
+// countLeft returns how many of ids are not excluded.
+func countLeft[E uint32 | uint64](ids []E, shift uint, exclude []uint64) int32 {
+	if exclude == nil {
+		return int32(len(ids))
+	}
+	c := int32(0)
+	for _, e := range ids {
+		i := idOf(e, shift)
+		c += int32(^exclude[i>>6]>>(i&63)) & 1
+	}
+	return c
+}
+
+// appendLeft appends the ids not excluded to dst, in order.
+func appendLeft[E uint32 | uint64](dst []uint32, ids []E, shift uint, exclude []uint64) []uint32 {
+	for _, e := range ids {
+		if i := idOf(e, shift); !excluded(exclude, i) {
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// addOwn adds w to W[i] for the ids i not excluded whose block of 8 is own
+// modulo mask+1.
+func addOwn[E uint32 | uint64](W []float64, ids []E, shift uint, exclude []uint64, w float64, mask, own uint32) {
+	for _, e := range ids {
+		if i := idOf(e, shift); (i>>3)&mask == own && !excluded(exclude, i) {
+			W[i] += w
+		}
+	}
+}
+
+// parallelAdditive builds h (an additive rule, empty) over users in order
+// with workers goroutines, giving the same H, bit for bit, and consuming rng
+// exactly as Histogram.Update called on each user in order after the same
+// exclusion and bounding to bound items.
+func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src userLists, order []uint32, bound int, exclude []uint64, workers int) error {
+	// 1. Each user's number of items left after exclusion, on all cores
+	// (no randomness).
+	n := make([]int32, len(order))
+	if err := forChunks(ctx, len(order), workers, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			if (k-lo)%checkUsers == 0 && ctx.Err() != nil {
+				return
+			}
+			ids, entries := src.raw(order[k])
+			n[k] = countLeft(ids, 0, exclude) + countLeft(entries, 32, exclude)
+		}
+	}); err != nil {
+		return err
+	}
+	// 2. The uniform samples of the users above the bound, in order, with
+	// the calls Update's caller makes.
+	// They are kept one after the other in samples; sampledAt maps a user's
+	// position in order to where its bound items start.
+	var samples, buf []uint32
+	sampledAt := map[int]int{}
+	for k, u := range order {
+		if k%checkUsers == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if int(n[k]) <= bound {
+			continue
+		}
+		ids, entries := src.raw(u)
+		buf = appendLeft(appendLeft(buf[:0], ids, 0, exclude), entries, 32, exclude)
+		sampledAt[k] = len(samples)
+		samples = append(samples, securerand.SampleInPlace(rng, buf, bound)...)
+		n[k] = int32(bound)
+	}
+	// 3. The sums, each goroutine over its own items and every user in
+	// order.
+	mask := uint32(workers - 1)
+	return forChunks(ctx, workers, workers, func(j, _ int) {
+		own := uint32(j)
+		for k, u := range order {
+			if k%checkUsers == 0 && ctx.Err() != nil {
+				return
+			}
+			if n[k] == 0 {
+				continue
+			}
+			w := additiveWeight(h.rule, int(n[k]))
+			if at, ok := sampledAt[k]; ok {
+				addOwn(h.W, samples[at:at+bound], 0, nil, w, mask, own)
+				continue
+			}
+			ids, entries := src.raw(u)
+			addOwn(h.W, ids, 0, exclude, w, mask, own)
+			addOwn(h.W, entries, 32, exclude, w, mask, own)
+		}
+	})
+}
+
+// forChunks calls f(lo, hi) on workers goroutines for contiguous ranges
+// covering 0..n−1 (with n = workers, f(j, j+1) for each j) and waits for
+// them; it returns ctx's error if ctx was done when they finished.
+func forChunks(ctx context.Context, n, workers int, f func(lo, hi int)) error {
+	var wg sync.WaitGroup
+	for j := range workers {
+		lo, hi := n*j/workers, n*(j+1)/workers
+		if lo == hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
