@@ -51,7 +51,7 @@ func privateMaxItems(rng *rand.Rand, sorted []int, f, sigmaT float64) int {
 	for lo < hi {
 		mid := (lo + hi) / 2
 		t := truncatedStat(sorted, maxItemsGrid[mid], f)
-		if securerand.Bernoulli(rng, noise.Phi(-t/sigmaT)) {
+		if securerand.BernoulliFixed(rng, noise.Phi(-t/sigmaT)) {
 			hi = mid
 		} else {
 			lo = mid + 1
