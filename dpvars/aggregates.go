@@ -22,6 +22,10 @@ const (
 	VarBounds         = "dp_contribution_bounds"
 	VarNoise          = "dp_noise"
 	VarSelectionShare = "dp_selection_share"
+	// VarNoiseAfterBounds (ON by default) lets a release with dp_noise auto
+	// whose bounds are chosen privately take Laplace noise once they are
+	// chosen, when that is narrower (dpagg.Options.NoiseAfterBounds).
+	VarNoiseAfterBounds = "dp_noise_after_bounds"
 )
 
 // AggregateParams are the options of DP aggregates as SQL sees them.
@@ -41,6 +45,8 @@ type AggregateParams struct {
 	// SelectionShare is the share of ε (and, with Gaussian noise, of δ)
 	// for choosing the keys.
 	SelectionShare float64
+	// NoiseAfterBounds is dpagg.Options.NoiseAfterBounds.
+	NoiseAfterBounds bool
 }
 
 // DefaultAggregateParams are the session variables' defaults: Δ0, m and
@@ -48,7 +54,7 @@ type AggregateParams struct {
 // them privately from the data (dpagg's bounds.go) unless the session or a
 // SET_VAR hint gives them.
 func DefaultAggregateParams() AggregateParams {
-	return AggregateParams{Noise: "auto", SelectionShare: dpagg.DefaultSelectionShare}
+	return AggregateParams{Noise: "auto", SelectionShare: dpagg.DefaultSelectionShare, NoiseAfterBounds: dpagg.Defaults().NoiseAfterBounds}
 }
 
 // ParseBounds parses "lower,upper" (also with parentheses, as BigQuery
@@ -81,6 +87,7 @@ func AggregateOptions(p setunion.Options, a AggregateParams, kinds []dpagg.Kind)
 	o.Epsilon, o.Delta = p.Epsilon, p.Delta
 	o.MaxGroupsContributed, o.MaxRowsPerGroup = a.MaxGroups, a.MaxRows
 	o.SelectionShare = a.SelectionShare
+	o.NoiseAfterBounds = a.NoiseAfterBounds
 	noise := strings.ToLower(strings.TrimSpace(a.Noise))
 	if noise != "auto" && noise != "" {
 		n, err := dpagg.ParseNoise(noise)
@@ -173,6 +180,11 @@ func aggregateVariables() []sql.SystemVariable {
 			Default:       d.SelectionShare,
 			NotifyChanged: checkAgg(VarSelectionShare, func(a *AggregateParams, v any) { a.SelectionShare = asFloat(v) }),
 		},
+		&sql.MysqlSystemVariable{
+			Name: VarNoiseAfterBounds, Scope: both, Dynamic: true, SetVarHintApplies: true,
+			Type:    types.NewSystemBoolType(VarNoiseAfterBounds),
+			Default: boolInt8(d.NoiseAfterBounds),
+		},
 	}
 }
 
@@ -199,5 +211,39 @@ func SessionAggregateParams(ctx *sql.Context) (AggregateParams, error) {
 	if v, ok := vars(VarSelectionShare); ok {
 		a.SelectionShare = asFloat(v)
 	}
+	if v, ok := vars(VarNoiseAfterBounds); ok {
+		a.NoiseAfterBounds = asBool(v, a.NoiseAfterBounds)
+	}
 	return a, nil
+}
+
+// boolInt8 is a boolean variable's value (1 for ON, 0 for OFF).
+func boolInt8(b bool) int8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// asBool reads a boolean variable's value (int8 from go-mysql-server, or
+// ON/OFF, 1/0, true/false as text); def when it is none of these.
+func asBool(v any, def bool) bool {
+	switch x := v.(type) {
+	case int8:
+		return x != 0
+	case int64:
+		return x != 0
+	case int:
+		return x != 0
+	case bool:
+		return x
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "1", "on", "true":
+			return true
+		case "0", "off", "false":
+			return false
+		}
+	}
+	return def
 }

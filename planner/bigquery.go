@@ -43,6 +43,7 @@ var bigQueryOptions = map[string][]string{
 	"max_rows_per_group":         {dpvars.VarMaxRows},
 	"contribution_bounds":        {dpvars.VarBounds},
 	"privacy_unit_column":        {dpvars.VarPrivacyUnit},
+	"noise_after_bounds":         {dpvars.VarNoiseAfterBounds}, // dpsql's own: TRUE or FALSE
 }
 
 // RewriteDifferentialPrivacy rewrites every SELECT WITH
@@ -183,6 +184,14 @@ func bigQueryValue(query string, toks []token, i int, name string) (string, int,
 			return quoteHint(lo + "," + hi), i + 5, nil
 		}
 		return "", 0, fmt.Errorf("contribution_bounds must be (lower, upper), two numbers")
+	case "noise_after_bounds":
+		switch strings.ToUpper(t.text(query)) {
+		case "TRUE", "ON", "1":
+			return "ON", i + 1, nil
+		case "FALSE", "OFF", "0":
+			return "OFF", i + 1, nil
+		}
+		return "", 0, fmt.Errorf("noise_after_bounds must be TRUE or FALSE, got %s", t.text(query))
 	}
 	v := t.text(query)
 	if t.kind == numberToken {

@@ -18,6 +18,8 @@ func TestRewriteDifferentialPrivacy(t *testing.T) {
 		"SELECT WITH DIFFERENTIAL_PRIVACY country FROM t GROUP BY country":                                                            "SELECT /*+  */ country FROM t GROUP BY country",
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = .5, contribution_bounds = (0, 100)) SUM(x) FROM t":                        "SELECT /*+ SET_VAR(dp_epsilon = .5) SET_VAR(dp_contribution_bounds = '0,100') */ SUM(x) FROM t",
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(privacy_unit_column = 'it''s') 1":                                                   "SELECT /*+ SET_VAR(dp_privacy_unit_column = 'it''s') */ 1",
+		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(noise_after_bounds = false) COUNT(*) FROM t":                                        "SELECT /*+ SET_VAR(dp_noise_after_bounds = OFF) */ COUNT(*) FROM t",
+		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(noise_after_bounds = TRUE) COUNT(*) FROM t":                                         "SELECT /*+ SET_VAR(dp_noise_after_bounds = ON) */ COUNT(*) FROM t",
 		"SELECT 'SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1)' AS s":                                                           "SELECT 'SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1)' AS s",
 		"SELECT 1 /* SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1) */":                                                          "SELECT 1 /* SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1) */",
 		"SELECT `SELECT WITH DIFFERENTIAL_PRIVACY` FROM t":                                                                            "SELECT `SELECT WITH DIFFERENTIAL_PRIVACY` FROM t",
@@ -39,6 +41,7 @@ func TestRewriteDifferentialPrivacy(t *testing.T) {
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(group_selection_strategy = PUBLIC_GROUPS) c": "join a public table of keys",
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=?) c FROM t":                         "epsilon must be a number, got ?",
 		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(contribution_bounds = (0, x)) SUM(c) FROM t": "contribution_bounds must be (lower, upper)",
+		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(noise_after_bounds = 2) SUM(c) FROM t":       "noise_after_bounds must be TRUE or FALSE",
 	} {
 		_, err := planner.RewriteDifferentialPrivacy(in)
 		var se *mysql.SQLError

@@ -111,7 +111,7 @@ func originFacts(ctx *sql.Context, mode releaseMode) []explain.Fact {
 	names := []string{dpvars.VarEpsilon, dpvars.VarDelta}
 	switch mode {
 	case aggregateRows:
-		names = append(names, dpvars.VarMaxGroups, dpvars.VarMaxRows, dpvars.VarBounds, dpvars.VarNoise)
+		names = append(names, dpvars.VarMaxGroups, dpvars.VarMaxRows, dpvars.VarBounds, dpvars.VarNoise, dpvars.VarNoiseAfterBounds)
 	case distinctRows:
 		names = append(names, dpvars.VarMechanism, dpvars.VarMaxItems)
 	default:

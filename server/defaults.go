@@ -38,6 +38,9 @@ func tableDefaults(cfg *config.Config) func(db, table string) *dpvars.TableDefau
 			if t.MaxRowsPerGroup != nil {
 				td.Vars[dpvars.VarMaxRows] = int64(*t.MaxRowsPerGroup)
 			}
+			if t.NoiseAfterBounds != nil {
+				td.Vars[dpvars.VarNoiseAfterBounds] = *t.NoiseAfterBounds
+			}
 		}
 		for _, c := range d.Columns {
 			if c.DP == nil {

@@ -75,6 +75,11 @@ type TableDP struct {
 	MaxGroupsContributed *int `yaml:"max_groups_contributed"`
 	// MaxRowsPerGroup is m: one user's rows counted under one key.
 	MaxRowsPerGroup *int `yaml:"max_rows_per_group"`
+	// NoiseAfterBounds is dp_noise_after_bounds: with noise auto and bounds
+	// chosen privately, Laplace noise once the bounds are chosen when that
+	// is narrower (true when omitted; false keeps such releases Gaussian,
+	// at a smaller zCDP charge).
+	NoiseAfterBounds *bool `yaml:"noise_after_bounds"`
 }
 
 // ColumnDP are a column's DP options (a column's dp: section).

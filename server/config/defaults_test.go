@@ -24,6 +24,7 @@ var dpConfig = strings.Replace(validConfig, `      - name: text
       epsilon: 0.5
       delta: 1e-7
       noise: laplace
+      noise_after_bounds: false
       max_groups_contributed: 3
       max_rows_per_group: 2
 `, 1)
@@ -34,7 +35,7 @@ func TestParseDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := c.Datasets[0]
-	if d.DP == nil || *d.DP.Epsilon != 0.5 || *d.DP.MaxGroupsContributed != 3 || d.DP.Noise != "laplace" {
+	if d.DP == nil || *d.DP.Epsilon != 0.5 || *d.DP.MaxGroupsContributed != 3 || d.DP.Noise != "laplace" || d.DP.NoiseAfterBounds == nil || *d.DP.NoiseAfterBounds {
 		t.Errorf("table dp %+v", d.DP)
 	}
 	if b := d.Columns[2].DP.BoundsText(); b != "0,100" {
@@ -61,7 +62,7 @@ func TestParseDPErrors(t *testing.T) {
 		{"      noise: laplace\n", "      noise: pink\n", `dataset demo.posts: dp: unknown noise "pink": use laplace, gaussian or auto`},
 		{"      noise: laplace\n", "      mechanism: magic\n", `dataset demo.posts: dp: unknown mechanism "magic"`},
 		{"      max_rows_per_group: 2\n", "      max_rows_per_group: -2\n", `dataset demo.posts: dp: max_rows_per_group must be an integer from 1 to`},
-		{"      max_rows_per_group: 2\n", "      max_rows: 2\n", `unknown key "max_rows" (allowed here: epsilon, delta, mechanism, noise, max_groups_contributed, max_rows_per_group)`},
+		{"      max_rows_per_group: 2\n", "      max_rows: 2\n", `unknown key "max_rows" (allowed here: epsilon, delta, mechanism, noise, max_groups_contributed, max_rows_per_group, noise_after_bounds)`},
 		{"    public: true\n", "    public: true\n    dp: {epsilon: 1}\n", `dataset demo.pages: dp: applies to protected tables (privacy_unit); a public table has no private releases, remove it`},
 	} {
 		if !strings.Contains(dpConfig, c.old) {

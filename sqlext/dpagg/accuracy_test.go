@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,8 +18,10 @@ import (
 //
 //	DPSQL_ACCURACY=1 go test -count=1 -timeout 60m -run TestAccuracyTable -v ./sqlext/dpagg
 //
-// (DPSQL_ACCURACY=python: the corpus only; DPSQL_ACCURACY_DEFAULTS=1: the
-// default rows only, skipping the hand-set grid.)
+// (DPSQL_ACCURACY=python: the corpus only, =searches: the synthetic table
+// only; DPSQL_ACCURACY_DEFAULTS=1: the default rows only, skipping the
+// hand-set grid; DPSQL_ACCURACY_KINDS=stddev_pop,count: only these
+// aggregates; DPSQL_ACCURACY_SEEDS=n: n seeds for every table.)
 //
 // For each dataset and each aggregate of accKinds, one release per
 // configuration (ε = 1, δ = 1e-6, the aggregate alone): the defaults
@@ -247,9 +250,13 @@ func TestAccuracyTable(t *testing.T) {
 		t.Skip("set DPSQL_ACCURACY=1 to compute the accuracy table (minutes)")
 	}
 	tables := []func() *accTable{searchesTable, func() *accTable { return pythonTable(t) }}
-	if os.Getenv("DPSQL_ACCURACY") == "python" { // the corpus only
+	switch os.Getenv("DPSQL_ACCURACY") {
+	case "python": // the corpus only
 		tables = tables[1:]
+	case "searches":
+		tables = tables[:1]
 	}
+	kinds := os.Getenv("DPSQL_ACCURACY_KINDS")
 	var lines []string
 	lines = append(lines, "| dataset | aggregate | bounds | median rel. error | p90 rel. error | keys released | Google partition selection at its best Δ0 (expected keys) | bounds used |",
 		"|---|---|---|---|---|---|---|---|")
@@ -267,6 +274,9 @@ func TestAccuracyTable(t *testing.T) {
 		sort.Slice(order, func(a, b int) bool { return len(perKey[order[a]]) > len(perKey[order[b]]) })
 		top := order[:min(100, len(order))]
 		for ki, ak := range accKinds {
+			if kinds != "" && !slices.Contains(strings.Split(kinds, ","), string(ak.kind)) {
+				continue
+			}
 			truth := make([]float64, len(top))
 			for i, k := range top {
 				truth[i] = ak.truth(perKey[k])
@@ -274,7 +284,10 @@ func TestAccuracyTable(t *testing.T) {
 			o := Defaults()
 			o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
 			seeds := accSeeds
-			if len(tab.rows) > 1_000_000 {
+			if n, err := strconv.Atoi(os.Getenv("DPSQL_ACCURACY_SEEDS")); err == nil && n > 0 {
+				seeds = n
+			}
+			if len(tab.rows) > 1_000_000 && os.Getenv("DPSQL_ACCURACY_SEEDS") == "" {
 				seeds = 1
 			}
 			def := tab.run(t, o, ki, top, truth, seeds)

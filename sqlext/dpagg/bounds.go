@@ -126,6 +126,8 @@ type Chosen struct {
 	// Fallback reports that the table was too small for the searches of
 	// Δ0 and m.
 	Fallback bool `json:"fallback,omitempty"`
+
+	final bool // every choice is made: the noise family may be chosen (noisechoice.go)
 }
 
 // autoBounds returns the bounds the options leave to choose, or nil.

@@ -278,7 +278,7 @@ func (p *Plan) calibrateNoise(o Options, stats []*StatPlan, totalW, epsAgg, delt
 		if err != nil {
 			return err
 		}
-		if b.Chosen != nil && laplaceWins(stats, totalW, d0, b.statRho, lap) {
+		if b.Chosen != nil && b.Chosen.final && laplaceWins(stats, totalW, d0, b.statRho, lap) {
 			p.Noise = Laplace
 			epsAgg = exactRat(lap)
 		}

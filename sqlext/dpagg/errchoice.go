@@ -49,7 +49,10 @@ import (
 // the smallest candidate the tests allow;
 // for U they are U_q·2, U_q, U_q/2, …, U_q/16 (valueCandidateCount, U_q the
 // quantile bound of the first pass), the loss of a pair is |T(U_0) −
-// T(U_j)|, T the pair's m-bounded sum, and v = m. Each pair keeps one exact
+// T(U_j)|, T the pair's m-bounded sum, and v = m (for a variance or
+// standard deviation the loss is in the second moment and the noise, of
+// the sum of squares and of the mean's term, grows as U²: spreadErrorStats).
+// Each pair keeps one exact
 // sum per candidate U from the first row on (column.cands), so the choice
 // is made on the grouped data after m is known.
 //
@@ -314,6 +317,9 @@ func (p *Pipeline) chooseValueForError(kept [][]int32, ai int, capC float64) int
 // aggregate ai's candidates j and j+1, and the threshold τ.
 func (p *Pipeline) valueErrorStats(kept [][]int32, ai int, capC float64) ([]float64, float64) {
 	col := &p.cols[ai]
+	if col.kind.spread() {
+		return p.spreadErrorStats(kept, ai, capC)
+	}
 	m := float64(p.plan.MaxRowsPerGroup)
 	sigma := p.plan.errorStat(ai).StdDev
 	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (m * col.upper)
@@ -341,4 +347,64 @@ func (p *Pipeline) valueErrorStats(kept [][]int32, ai int, capC float64) ([]floa
 		}
 	}
 	return xs, tau
+}
+
+// spreadErrorStats is valueErrorStats for a variance or standard
+// deviation, whose error is that of n·var = S2 − 2·mean·S1 + … (spread.go):
+// its noise has deviation σ_v = √(σ_2² + (2b·σ_1)²) at the current bound
+// (|mean| ≤ b, the half-range: the worst case, values at one end of the
+// range), and both terms scale with U², b ∝ U, so σ_v(U) = σ_v·(U/U_c)².
+// The loss of a pair at candidate j is |Q_0 − Q_j|, Q_j its m-bounded sum
+// of squared clamped values about 0 (the second moment a clamp at U_j
+// loses), and stepping from U_j to U_{j+1} removes noise
+// σ_v·(U_j² − U_{j+1}²)/U_c², so
+//
+//	δ_u(j) = (loss_u(j+1) − loss_u(j))⁺ / (m·(U_j² − U_{j+1}²)),  τ = K·√(2/π)·σ_v/(m·U_c²).
+//
+// Each δ_u is a function of user u's own pairs and public values, clipped
+// to [0, C] below: the same sensitivity as the other tests.
+func (p *Pipeline) spreadErrorStats(kept [][]int32, ai int, capC float64) ([]float64, float64) {
+	col := &p.cols[ai]
+	m := float64(p.plan.MaxRowsPerGroup)
+	st := p.plan.Aggregates[ai].Stats
+	b := (col.upper - col.lower) / 2
+	sigma := math.Hypot(st[2].StdDev, 2*b*st[1].StdDev)
+	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (m * col.upper * col.upper)
+	n := len(col.cands)
+	s := p.stride
+	xs := make([]float64, n-1)
+	loss := make([]float64, n) // Σ over the user's kept pairs of |Q(U_0) − Q(U_j)|
+	for u, l := range p.lists {
+		clear(loss)
+		for _, k := range kept[u] {
+			e := l[int(k)*s : int(k+1)*s]
+			q0, nn := pairSquares(col, e, 0)
+			if nn == 0 {
+				continue
+			}
+			f := min(1, m/float64(nn))
+			for j := 1; j < n; j++ {
+				qj, _ := pairSquares(col, e, j)
+				loss[j] += math.Abs(q0-qj) * f
+			}
+		}
+		for j := range xs {
+			uj, un := col.cands[j].upper, col.cands[j+1].upper
+			xs[j] += min(max(loss[j+1]-loss[j], 0)/(m*(uj*uj-un*un)), capC)
+		}
+	}
+	return xs, tau
+}
+
+// pairSquares is entry e's sum of squared clamped values about 0 at
+// candidate j of spread column col, from its sums of x and x² about the
+// candidate's midpoint (Σ(x + mid)² = Σx² + 2·mid·Σx + n·mid²), and its
+// non-NULL rows.
+func pairSquares(col *column, e []uint64, j int) (float64, uint64) {
+	nn := e[col.off]
+	cd := col.cands[j]
+	w := col.off + 1 + j*col.words()
+	sx := float64(int64(e[w])) * cd.h
+	sq := float64(int64(e[w+1])) * cd.h2
+	return sq + 2*cd.mid*sx + float64(nn)*cd.mid*cd.mid, nn
 }

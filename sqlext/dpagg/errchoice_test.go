@@ -123,3 +123,37 @@ func TestMarginalSearchTests(t *testing.T) {
 		}
 	}
 }
+
+// TestPairSquares: a spread pair's second moment about 0 at each
+// candidate, recovered from its sums of x and x² about the candidate's
+// midpoint, is Σ clamp(v)² (to the row grids' rounding), for ranges
+// starting at 0 and symmetric ones.
+func TestPairSquares(t *testing.T) {
+	vals := []float64{0.5, 3, 7.25, 12, -2, 100}
+	for _, signed := range []bool{false, true} {
+		col := column{kind: StdDevPop, off: 1}
+		for _, u := range []float64{16, 8, 4} {
+			lo := 0.0
+			if signed {
+				lo = -u
+			}
+			col.cands = append(col.cands, newCandidate(StdDevPop, lo, u))
+		}
+		e := make([]uint64, col.off+1+len(col.cands)*col.words())
+		for _, v := range vals {
+			col.addValue(e, v, 2)
+			e[col.off] += 2
+		}
+		for j, cd := range col.cands {
+			var want float64
+			for _, v := range vals {
+				c := min(max(v, cd.lower), cd.upper)
+				want += 2 * c * c
+			}
+			got, nn := pairSquares(&col, e, j)
+			if nn != 12 || math.Abs(got-want) > 1e-6*want {
+				t.Errorf("signed %v, candidate [%g, %g]: %v (%d rows), want %v", signed, cd.lower, cd.upper, got, nn, want)
+			}
+		}
+	}
+}

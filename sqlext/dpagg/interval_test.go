@@ -45,7 +45,7 @@ func TestIntervalCoverage(t *testing.T) {
 			// Gaussian the narrower family even at Δ0 = 1).
 			o.Aggregates = o.Aggregates[:2]
 			o.Aggregates[1].AutoBounds = true
-			o.chosen = &Chosen{MaxGroupsContributed: 1, MaxRowsPerGroup: 3, Bounds: [][2]float64{{}, {-2, 7.5}}}
+			o.chosen = &Chosen{MaxGroupsContributed: 1, MaxRowsPerGroup: 3, Bounds: [][2]float64{{}, {-2, 7.5}}, final: true}
 		}
 		plan, err := Calibrate(o)
 		if err != nil {

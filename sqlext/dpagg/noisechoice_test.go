@@ -40,7 +40,7 @@ func TestNoiseChoiceBudget(t *testing.T) {
 		want Noise
 	}{{1, Laplace}, {64, Gaussian}} {
 		oc := o
-		oc.chosen = &Chosen{MaxGroupsContributed: tc.d0, MaxRowsPerGroup: 4, Bounds: [][2]float64{{}, {0, 16}}}
+		oc.chosen = &Chosen{MaxGroupsContributed: tc.d0, MaxRowsPerGroup: 4, Bounds: [][2]float64{{}, {0, 16}}, final: true}
 		final, err := Calibrate(oc)
 		if err != nil {
 			t.Fatal(err)

@@ -497,6 +497,9 @@ func (p *Pipeline) ReleaseContext(ctx context.Context, rng *rand.Rand) (*Result,
 	if err := p.chooseForError(rng); err != nil { // errchoice.go
 		return nil, err
 	}
+	if err := p.finishChoice(); err != nil { // noisechoice.go
+		return nil, err
+	}
 	if p.plan.Global {
 		return p.releaseGlobal(ctx, rng)
 	}

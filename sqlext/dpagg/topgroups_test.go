@@ -88,12 +88,12 @@ func TestTopKeys(t *testing.T) {
 // TestOneKeyPerUserInterval measures target (b) of issue 21: on a table
 // where every user has one row under one key (20,000 users, one country
 // each among 50), the half-width of COUNT(*)'s 95 % interval with every
-// bound chosen privately against the best hand-set bounds (Δ0 = m = 1,
-// noise auto, so Laplace). The choice finds Δ0 = m = 1 (asserted). At the
-// defaults the statistics stay Gaussian (×3.17: at the release's zCDP
-// charge no Laplace release is narrower); with NoiseAfterBounds they take
-// Laplace at ε_L = ε_a − ε_t (noisechoice.go): ±9 against ±6, within the
-// target ×1.5, for a zCDP charge of ρ_t + ε_L²/2 instead of ρ_a.
+// bound chosen privately, at the defaults, against the best hand-set
+// bounds (Δ0 = m = 1, noise auto, so Laplace at ε_a). The choice finds
+// Δ0 = m = 1 (asserted) and the statistics then take Laplace noise at
+// ε_L = ε_a − ε_t (NoiseAfterBounds, on by default; noisechoice.go): ±9
+// against ±6, the target ×1.5 exactly (integer half-widths). Without the
+// option they stay Gaussian, ×3.17.
 func TestOneKeyPerUserInterval(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	zipf := rand.NewZipf(r, 1.2, 1, 49)
@@ -120,13 +120,13 @@ func TestOneKeyPerUserInterval(t *testing.T) {
 	if c == nil || c.MaxGroupsContributed != 1 || c.MaxRowsPerGroup != 1 || c.AggregateGroups != 1 {
 		t.Fatalf("chosen %v, want Δ0 = m = 1", c)
 	}
-	o.NoiseAfterBounds = true
-	opt, _ := width(o, 1)
 	o.NoiseAfterBounds = false
+	gauss, _ := width(o, 1)
+	o = Defaults()
 	o.MaxGroupsContributed, o.MaxRowsPerGroup = 1, 1
 	hand, _ := width(o, 1)
-	t.Logf("one row per user: COUNT(*) 95 %% half-width %.0f with bounds chosen privately (%s): %.2f× the %.0f of Δ0 = m = 1 set; with NoiseAfterBounds %.0f: %.2f× (target ≤ 1.5×)", auto, c, auto/hand, hand, opt, opt/hand)
-	if opt/hand > 1.5 || auto/hand > 3.5 {
-		t.Errorf("interval %.2f× (%.2f× with NoiseAfterBounds) the hand-set one", auto/hand, opt/hand)
+	t.Logf("one row per user: COUNT(*) 95 %% half-width %.0f with bounds chosen privately at the defaults (%s): %.2f× the %.0f of Δ0 = m = 1 set (target ≤ 1.5×); without NoiseAfterBounds %.0f: %.2f×", auto, c, auto/hand, hand, gauss, gauss/hand)
+	if auto/hand > 1.5 {
+		t.Errorf("interval at the defaults %.2f× the hand-set one, want ≤ 1.5×", auto/hand)
 	}
 }
