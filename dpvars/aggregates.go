@@ -22,9 +22,11 @@ const (
 	VarBounds         = "dp_contribution_bounds"
 	VarNoise          = "dp_noise"
 	VarSelectionShare = "dp_selection_share"
-	// VarNoiseAfterBounds (ON by default) lets a release with dp_noise auto
-	// whose bounds are chosen privately take Laplace noise once they are
-	// chosen, when that is narrower (dpagg.Options.NoiseAfterBounds).
+	// VarNoiseAfterBounds (OFF by default; a deployment whose ledger adds
+	// up by basic composition makes it ON for its tables, where it costs
+	// nothing) lets a release with dp_noise auto whose bounds are chosen
+	// privately take Laplace noise once they are chosen, when that is
+	// narrower (dpagg.Options.NoiseAfterBounds).
 	VarNoiseAfterBounds = "dp_noise_after_bounds"
 )
 

@@ -6,12 +6,13 @@ import (
 	"github.com/dpsql/dpsql/sqlext/dpagg"
 )
 
-// TestNoiseAfterBoundsParam: dp_noise_after_bounds is ON by default and
+// TestNoiseAfterBoundsParam: dp_noise_after_bounds is OFF by default (a
+// basic-composition deployment turns it on in its table defaults) and
 // reaches dpagg.Options; its values read as MySQL writes them.
 func TestNoiseAfterBoundsParam(t *testing.T) {
 	a := DefaultAggregateParams()
-	if !a.NoiseAfterBounds {
-		t.Fatal("dp_noise_after_bounds is not ON by default")
+	if a.NoiseAfterBounds {
+		t.Fatal("dp_noise_after_bounds is not OFF by default")
 	}
 	for _, on := range []bool{true, false} {
 		a.NoiseAfterBounds = on

@@ -9,15 +9,17 @@ import (
 	"github.com/dpsql/dpsql/planner"
 )
 
-// TestNoiseAfterBoundsOption: dp_noise_after_bounds is ON by default and
+// TestNoiseAfterBoundsOption: dp_noise_after_bounds is OFF by default and
 // reaches the release's options (and its reuse specification); the table's
-// configuration, the session and the statement (SET_VAR; BigQuery's
-// OPTIONS is rewritten to it, TestRewriteDifferentialPrivacy) turn it off,
+// configuration turns it on (as a basic-composition deployment does for
+// every table), the session and the statement (SET_VAR; BigQuery's OPTIONS
+// is rewritten to it, TestRewriteDifferentialPrivacy) override that,
 // with the Gaussian's smaller zCDP charge; DP_EXPLAIN says where the value
 // came from.
 func TestNoiseAfterBoundsOption(t *testing.T) {
 	const q = "SELECT COUNT(*) FROM visits"
 	off := &dpvars.TableDefaults{Vars: map[string]any{dpvars.VarNoiseAfterBounds: false}}
+	on := &dpvars.TableDefaults{Vars: map[string]any{dpvars.VarNoiseAfterBounds: true}}
 	cases := []struct {
 		name   string
 		table  *dpvars.TableDefaults
@@ -25,10 +27,10 @@ func TestNoiseAfterBoundsOption(t *testing.T) {
 		on     bool
 		origin string
 	}{
-		{"server default", nil, []string{q}, true, "server default"},
-		{"table configuration", off, []string{q}, false, "table configuration"},
-		{"session", nil, []string{"SET dp_noise_after_bounds = OFF", q}, false, "session"},
-		{"statement over table", off, []string{"SELECT /*+ SET_VAR(dp_noise_after_bounds = ON) */ COUNT(*) FROM visits"}, true, "statement"},
+		{"server default", nil, []string{q}, false, "server default"},
+		{"table configuration", on, []string{q}, true, "table configuration"},
+		{"session", off, []string{"SET dp_noise_after_bounds = ON", q}, true, "session"},
+		{"statement over table", on, []string{"SELECT /*+ SET_VAR(dp_noise_after_bounds = OFF) */ COUNT(*) FROM visits"}, false, "statement"},
 	}
 	var rhoOn, rhoOff float64
 	for _, c := range cases {

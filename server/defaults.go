@@ -7,6 +7,17 @@ import (
 	"github.com/dpsql/dpsql/server/config"
 )
 
+// basicLedger reports whether the deployment's ledger adds releases up by
+// basic composition (Σε, Σδ). There a release whose bounds are chosen
+// privately may take Laplace noise after them (dp_noise_after_bounds) for
+// no extra charge, so every protected table defaults to it; under zCDP
+// (the default ledger) that branch costs ρ_t + max(ρ_s, Σ ε_L²/2), 5–9×
+// the Gaussian's ρ, and a Gaussian at that larger ρ would be narrower
+// still, so the variable's own default (OFF) stands (docs/privacy.md §31).
+func basicLedger(cfg *config.Config) bool {
+	return strings.EqualFold(cfg.Accounting.Method, "basic")
+}
+
 // tableDefaults returns the configured DP options of the protected
 // datasets (their dp: sections and their columns'), keyed by table, for
 // planner.WithTableDefaults. The table's max_groups_contributed is also
@@ -41,6 +52,9 @@ func tableDefaults(cfg *config.Config) func(db, table string) *dpvars.TableDefau
 			if t.NoiseAfterBounds != nil {
 				td.Vars[dpvars.VarNoiseAfterBounds] = *t.NoiseAfterBounds
 			}
+		}
+		if _, set := td.Vars[dpvars.VarNoiseAfterBounds]; !set && basicLedger(cfg) {
+			td.Vars[dpvars.VarNoiseAfterBounds] = true
 		}
 		for _, c := range d.Columns {
 			if c.DP == nil {

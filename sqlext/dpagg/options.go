@@ -185,7 +185,9 @@ const (
 )
 
 // Defaults returns ε = 1, δ = 1e-6, Δ0 = 100 (as a private DISTINCT), m = 1,
-// automatic noise (also after bounds chosen privately: NoiseAfterBounds),
+// automatic noise (Gaussian after bounds chosen privately: NoiseAfterBounds
+// off, the smaller zCDP charge; a basic-composition deployment turns it on,
+// where it costs nothing),
 // half of ε (and, with Gaussian aggregates, of δ) for key selection with
 // DefaultSelectionMechanism, and no aggregates.
 //
@@ -200,7 +202,6 @@ func Defaults() Options {
 		Delta:                DefaultDelta,
 		MaxGroupsContributed: DefaultMaxGroupsContributed,
 		MaxRowsPerGroup:      DefaultMaxRowsPerGroup,
-		NoiseAfterBounds:     true,
 	}
 }
 
