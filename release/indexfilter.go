@@ -67,6 +67,7 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 	kept := make([]uint32, 0, most)
 	off := make([]int, 1, most+1)
 	var occ int64
+	held := 0 // items with a kept holder
 	for k := range n {
 		u := uint32(k)
 		if order != nil {
@@ -83,6 +84,9 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 				continue
 			}
 			minFirst[it] = min(minFirst[it], x.first[j])
+			if holders[it] == 0 {
+				held++
+			}
 			holders[it]++
 			occ += int64(e & 0xffffffff)
 			m++
@@ -95,7 +99,7 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 	pairs := off[len(off)-1]
 
 	// 2. New ids by first row; bucket starts in new-id order.
-	var keys []uint64
+	keys := make([]uint64, 0, held)
 	var last uint32
 	for i, f := range minFirst {
 		if f != math.MaxUint32 {
