@@ -138,7 +138,7 @@ func (s *Scan) keepUsers(ctx *sql.Context, x *Index) (keep []bool, ok bool) {
 	typ := s.src.Schema()[s.unitAt].Type
 	keep = make([]bool, len(x.users))
 	for u, name := range x.users {
-		if u&1023 == 0 && ctx.Err() != nil {
+		if u%checkRows == 0 && ctx.Err() != nil {
 			return nil, false // the scan reports the cancellation
 		}
 		// A unit's text is its stored value (TEXT) or the decimal text
