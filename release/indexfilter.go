@@ -11,8 +11,11 @@ import (
 // # A unit filter over the index, in linear time
 //
 // A release with a filter on the privacy unit reads the pairs of the
-// users the filter keeps, renumbered as the filtered scan meets them (see
-// filtered). filteredPrepared lays them out for setunion.PrepareFlat
+// users the filter keeps, renumbered as the filtered scan meets them
+// ("The release index", index.go: users in their order, items by their
+// first row among the kept users' rows, lists ascending; the tests keep
+// the former comparison-sorting version, filtered, as the reference).
+// filteredPrepared lays them out for setunion.PrepareFlat
 // without a sort per user or an allocation per user: three passes over
 // the kept users' entries and one radix sort of the items they hold.
 //
@@ -33,7 +36,7 @@ import (
 // the kept users and entries: like the regrouping before it, its time
 // depends on the data only through the pairs of the users the filter
 // keeps (docs/privacy.md §12.1, "the index path's per-user filter
-// evaluation and per-pair regrouping").
+// evaluation and per-pair regrouping", and §29).
 
 // filteredPrepared returns filtered(view, keep) prepared for releases:
 // the same Grouped, laid out flat (setunion.PrepareFlat).
