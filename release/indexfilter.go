@@ -39,7 +39,8 @@ import (
 // evaluation and per-pair regrouping", and §29).
 
 // filteredPrepared returns filtered(view, keep) prepared for releases:
-// the same Grouped, laid out flat (setunion.PrepareFlat).
+// the same Grouped, laid out flat, with the Prepared's sums computed in
+// the regrouping's last pass (setunion.PreparedFromParts).
 func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, error) {
 	valueView := view == ValueView
 	var order []uint32
@@ -71,6 +72,7 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 	off := make([]int, 1, most+1)
 	var occ int64
 	held := 0 // items with a kept holder
+	longest := 0
 	for k := range n {
 		u := uint32(k)
 		if order != nil {
@@ -97,6 +99,7 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 		if m > 0 {
 			kept = append(kept, u)
 			off = append(off, off[len(off)-1]+m)
+			longest = max(longest, m)
 		}
 	}
 	pairs := off[len(off)-1]
@@ -140,22 +143,36 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 		}
 	}
 
-	// 3. The buckets in new-id order make every list ascending.
+	// 3. The buckets in new-id order make every list ascending; the same
+	// pass gives the flat ids and the per-item sums of the Prepared.
 	ents := make([]uint64, pairs)
+	parts := setunion.FlatParts{IDs: make([]uint32, pairs), ItemUsers: make([]uint32, len(keys)),
+		ItemOcc: make([]uint64, len(keys)), Longest: longest}
 	fill := make([]int, len(kept))
 	copy(fill, off)
 	for id := range keys {
-		for _, b := range bucket[start[id]:start[id+1]] {
-			k := b >> 32
-			ents[fill[k]] = uint64(id)<<32 | b&0xffffffff
+		bs := bucket[start[id]:start[id+1]]
+		parts.ItemUsers[id] = uint32(len(bs))
+		var sum uint64
+		for _, b := range bs {
+			k, c := b>>32, b&0xffffffff
+			ents[fill[k]] = uint64(id)<<32 | c
+			parts.IDs[fill[k]] = uint32(id)
 			fill[k]++
+			sum += c
 		}
+		parts.ItemOcc[id] = sum
 	}
 	users := make([]string, len(kept))
 	for k, u := range kept {
 		users[k] = x.users[u]
 	}
-	return setunion.PrepareFlat(setunion.FlatGrouped{Users: users, Items: items, Entries: ents, Off: off, Occurrences: occ})
+	// Ascending lists of ids below len(items) with counts ≥ 1 (the
+	// index's), distinct users and items (a subset of the index's): the
+	// shape PrepareFlat checks, by construction (and
+	// TestFilteredPreparedAsReference).
+	f := setunion.FlatGrouped{Users: users, Items: items, Entries: ents, Off: off, Occurrences: occ}
+	return setunion.PreparedFromParts(f, parts), nil
 }
 
 // sortByHigh sorts keys, which come in ascending order of their low 32

@@ -87,3 +87,37 @@ func sortedSizes(off []int, longest int) []int {
 	}
 	return sizes
 }
+
+// FlatParts are the sums PrepareFlat computes from a FlatGrouped, for a
+// caller that computes them in its own pass over the entries: IDs[n] is
+// the item id of Entries[n], ItemUsers[i] the number of users holding
+// item i, ItemOcc[i] the sum of their counts, Longest the longest list.
+type FlatParts struct {
+	IDs       []uint32
+	ItemUsers []uint32
+	ItemOcc   []uint64
+	Longest   int
+}
+
+// PreparedFromParts returns the Prepared that PrepareFlat(f) returns,
+// from parts computed by the caller instead of a pass of its own, and
+// without PrepareFlat's checks: the caller vouches for f's shape and for
+// parts (dpsql's release index builds both in one pass, and its tests
+// compare the result with Prepare's). It shares f's and parts' slices.
+func PreparedFromParts(f FlatGrouped, parts FlatParts) *Prepared {
+	users := len(f.Users)
+	p := &Prepared{itemUsers: parts.ItemUsers, itemOcc: parts.ItemOcc}
+	for _, c := range parts.ItemOcc {
+		p.occ += c
+	}
+	lists := make([][]uint64, users)
+	for u := range users {
+		lo, hi := f.Off[u], f.Off[u+1]
+		lists[u] = f.Entries[lo:hi:hi]
+	}
+	p.g = Grouped{Users: f.Users, Items: f.Items, Lists: lists, Occurrences: f.Occurrences}
+	p.flatL = flatLists{ids: parts.IDs, off: f.Off}
+	p.sizes = sortedSizes(f.Off, parts.Longest)
+	p.stats = Stats{Occurrences: f.Occurrences, Users: users, Pairs: int64(len(f.Entries)), DistinctItems: len(f.Items)}
+	return p
+}

@@ -17,8 +17,8 @@ func flatten(g Grouped) FlatGrouped {
 	return f
 }
 
-// TestPrepareFlatAsPrepare: on random groupings PrepareFlat builds the
-// Prepared that Prepare builds (every field: lists, flat ids, per-item
+// TestPrepareFlatAsPrepare: on random groupings PrepareFlat (and
+// PreparedFromParts, given the sums) builds the Prepared that Prepare builds (every field: lists, flat ids, per-item
 // sums, sorted sizes, statistics), so every release is the same; and it
 // refuses the shapes Prepare refuses but for repeated names, which its
 // callers rule out.
@@ -33,6 +33,19 @@ func TestPrepareFlatAsPrepare(t *testing.T) {
 		got, err := PrepareFlat(flatten(g))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if trial%2 == 1 { // the parts, as a caller computes them
+			f := flatten(g)
+			parts := FlatParts{ItemUsers: make([]uint32, len(g.Items)), ItemOcc: make([]uint64, len(g.Items))}
+			for _, e := range f.Entries {
+				parts.IDs = append(parts.IDs, uint32(e>>32))
+				parts.ItemUsers[e>>32]++
+				parts.ItemOcc[e>>32] += e & 0xffffffff
+			}
+			for u := range g.Users {
+				parts.Longest = max(parts.Longest, f.Off[u+1]-f.Off[u])
+			}
+			got = PreparedFromParts(f, parts)
 		}
 		if !reflect.DeepEqual(got.g, want.g) || !reflect.DeepEqual(got.flatL, want.flatL) ||
 			!reflect.DeepEqual(got.itemUsers, want.itemUsers) || !reflect.DeepEqual(got.itemOcc, want.itemOcc) ||
