@@ -164,7 +164,7 @@ func (s *Scan) keepItems(ctx *sql.Context, x *Index, keyAt int, keep func(int, *
 	row := make(sql.Row, len(s.table.Schema()))
 	kept := make([]bool, len(x.items))
 	for i, it := range x.items {
-		if i&1023 == 0 && ctx.Err() != nil {
+		if i%checkRows == 0 && ctx.Err() != nil {
 			return nil, false // the scan reports the cancellation
 		}
 		kept[i] = func() (k bool) {

@@ -1,10 +1,7 @@
 package release
 
 import (
-	"cmp"
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -126,7 +123,7 @@ func (s *Scan) indexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (*setuni
 	// Prepare fails only on a malformed grouping (more than 2³² users or
 	// items, which a table of fewer rows cannot give, or a bug): not on
 	// the rows' values.
-	p, err := setunion.Prepare(x.filtered(view, keep))
+	p, err := x.filteredPrepared(view, keep)
 	return p, err == nil
 }
 
@@ -141,7 +138,7 @@ func (s *Scan) keepUsers(ctx *sql.Context, x *Index) (keep []bool, ok bool) {
 	typ := s.src.Schema()[s.unitAt].Type
 	keep = make([]bool, len(x.users))
 	for u, name := range x.users {
-		if u&1023 == 0 && ctx.Err() != nil {
+		if u%checkRows == 0 && ctx.Err() != nil {
 			return nil, false // the scan reports the cancellation
 		}
 		// A unit's text is its stored value (TEXT) or the decimal text
@@ -208,80 +205,4 @@ func deterministic(e sql.Expression) bool {
 		return !ok
 	})
 	return ok
-}
-
-// filtered makes view of the pairs of the users keep keeps: users in their
-// order (of first row, or of first non-NULL value for ValueView), items
-// renumbered by their first row among the kept users' rows (the order in
-// which a scan with the filter meets them), lists sorted again.
-func (x *Index) filtered(view int, keep []bool) setunion.Grouped {
-	valueView := view == ValueView
-	order := x.nnOrder
-	if !valueView || x.null < 0 {
-		order = nil
-	}
-	users := len(x.users)
-	if order != nil {
-		users = len(order)
-	}
-	user := func(k int) uint32 {
-		if order != nil {
-			return order[k]
-		}
-		return uint32(k)
-	}
-	skip := func(item uint64) bool { return valueView && x.null >= 0 && item == uint64(x.null) }
-	minFirst := make([]uint32, len(x.items))
-	for i := range minFirst {
-		minFirst[i] = math.MaxUint32
-	}
-	for k := range users {
-		u := user(k)
-		if !keep[u] {
-			continue
-		}
-		for j := x.offs[u]; j < x.offs[u+1]; j++ {
-			if it := x.ents[j] >> 32; !skip(it) {
-				minFirst[it] = min(minFirst[it], x.first[j])
-			}
-		}
-	}
-	var ids []uint32
-	for i, f := range minFirst {
-		if f != math.MaxUint32 {
-			ids = append(ids, uint32(i))
-		}
-	}
-	slices.SortFunc(ids, func(a, b uint32) int { return cmp.Compare(minFirst[a], minFirst[b]) })
-	newID := make([]uint32, len(x.items))
-	g := setunion.Grouped{Items: make([]string, len(ids))}
-	for n, i := range ids {
-		newID[i] = uint32(n)
-		g.Items[n] = x.items[i]
-		if valueView {
-			g.Items[n], _ = itemText(x.items[i])
-		}
-	}
-	for k := range users {
-		u := user(k)
-		if !keep[u] {
-			continue
-		}
-		var l []uint64
-		for j := x.offs[u]; j < x.offs[u+1]; j++ {
-			e := x.ents[j]
-			if skip(e >> 32) {
-				continue
-			}
-			l = append(l, uint64(newID[e>>32])<<32|e&0xffffffff)
-			g.Occurrences += int64(e & 0xffffffff)
-		}
-		if len(l) == 0 {
-			continue
-		}
-		slices.Sort(l)
-		g.Users = append(g.Users, x.users[u])
-		g.Lists = append(g.Lists, l)
-	}
-	return g
 }

@@ -95,18 +95,17 @@ func corpusBigrams(c *corpus) *bigrams {
 
 // candidates numbers the valid bigrams of level 2 in corpus id order, as
 // prune numbers them: it returns their keys (the S_1 ids of their two
-// tokens) and dense, each corpus bigram's candidate id or −1. s1id maps a
-// token to its id in S_1, or −1.
-func (b *bigrams) candidates(s1id []int32) (keys []uint64, dense []int32) {
-	dense = make([]int32, len(b.first))
+// tokens) and dense, each corpus bigram's candidate id + 1, or 0 if it is
+// not valid (so that the fresh, zeroed array needs no pass of its own to
+// mark the invalid ones). s1id maps a token to its id in S_1, or −1.
+func (b *bigrams) candidates(s1id []int32) (keys []uint64, dense []uint32) {
+	dense = make([]uint32, len(b.first))
 	for g := range dense {
 		x, y := s1id[b.first[g]], s1id[b.second[g]]
-		if x < 0 || y < 0 {
-			dense[g] = -1
-			continue
+		if x >= 0 && y >= 0 {
+			keys = append(keys, pack(x, y))
+			dense[g] = uint32(len(keys))
 		}
-		dense[g] = int32(len(keys))
-		keys = append(keys, pack(x, y))
 	}
 	return keys, dense
 }
@@ -116,7 +115,7 @@ func (b *bigrams) candidates(s1id []int32) (keys []uint64, dense []int32) {
 // as corpus.histogram sorts them) bounded by bound and added with rule's
 // update. It returns H_2 and the number of distinct (user, valid bigram)
 // pairs before bounding.
-func (b *bigrams) histogram(ctx context.Context, rule setunion.Mechanism, gamma float64, n int, order []uint32, dense []int32, bound func(u uint32, items []uint32) []uint32) (*setunion.Histogram, int64, error) {
+func (b *bigrams) histogram(ctx context.Context, rule setunion.Mechanism, gamma float64, n int, order []uint32, dense []uint32, bound func(u uint32, items []uint32) []uint32) (*setunion.Histogram, int64, error) {
 	h := setunion.NewHistogram(rule, gamma, n)
 	var items []uint32
 	var pairs int64
@@ -128,8 +127,8 @@ func (b *bigrams) histogram(ctx context.Context, rule setunion.Mechanism, gamma 
 		}
 		items = items[:0]
 		for _, g := range b.ids[b.off[u]:b.off[u+1]] {
-			if d := dense[g]; d >= 0 {
-				items = append(items, uint32(d))
+			if d := dense[g]; d > 0 {
+				items = append(items, d-1)
 			}
 		}
 		if len(items) == 0 {

@@ -421,7 +421,7 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	var h *setunion.Histogram
 	var pairs int64
 	if fast != nil {
-		var dense []int32
+		var dense []uint32
 		keys, dense = fast.bi.candidates(fast.s1id)
 		st.Candidates = len(keys)
 		order := c.order(rng, lp.Rule.Sequential())

@@ -82,7 +82,45 @@ func LaplaceThresholdMax(lambda, delta float64, maxT int) float64 {
 // the release threshold of Weighted and Policy Gaussian (Gopi et al. 2020,
 // Theorem 4.1; journal version, Theorem 5.1; docs/privacy.md §2), with Φ⁻¹ of
 // a probability near 1 evaluated from its small tail 1 − (1 − δ/2)^(1/t).
+//
+// It returns exactly the maximum of those maxT numbers as computed, but
+// evaluates few of them (each costs a Φ⁻¹; a release calibrates at
+// maxT = AutoMaxItemsCap, 1,000, per round). The quantile term q(t) =
+// σ·Φ⁻¹(·) grows with t and 1/√t falls, so on a block of t in [a, b]
+// every term is at most 1/√a + q(b); a block whose bound is below the
+// best term found (by a margin far above the few ulps by which a
+// computed Φ⁻¹ may fail to be monotone) cannot hold the maximum and is
+// skipped. The maximum does not depend on the order in which the terms
+// are compared, and skipped terms are below it, so the result is the
+// full loop's, bit for bit (TestGaussianThresholdMaxAsLoop).
 func GaussianThresholdMax(sigma, delta float64, maxT int) float64 {
+	q := func(t int) float64 { return sigma * PhiInvUpper(OneMinusRoot(delta/2, float64(t))) }
+	if !(sigma > 0) || math.IsInf(sigma, 0) || !(delta > 0 && delta < 1) || maxT < 2*thresholdBlock {
+		return gaussianThresholdLoop(sigma, delta, maxT)
+	}
+	best := 1/math.Sqrt(float64(maxT)) + q(maxT)
+	if math.IsNaN(best) || math.IsInf(best, 0) {
+		return gaussianThresholdLoop(sigma, delta, maxT)
+	}
+	for a := 1; a <= maxT; a += thresholdBlock {
+		b := min(a+thresholdBlock-1, maxT)
+		qb := q(b)
+		if 1/math.Sqrt(float64(a))+qb+1e-9*(math.Abs(qb)+1) < best {
+			continue // no term of the block reaches best
+		}
+		for t := a; t <= b; t++ {
+			best = math.Max(best, 1/math.Sqrt(float64(t))+q(t))
+		}
+	}
+	return best
+}
+
+// thresholdBlock is the block of t that GaussianThresholdMax bounds at
+// once.
+const thresholdBlock = 32
+
+// gaussianThresholdLoop is GaussianThresholdMax term by term.
+func gaussianThresholdLoop(sigma, delta float64, maxT int) float64 {
 	best := math.Inf(-1)
 	for t := 1; t <= maxT; t++ {
 		ft := float64(t)

@@ -71,6 +71,10 @@ type Builder struct {
 	// histWorkers is how many goroutines may sum an additive histogram
 	// (SetHistogramWorkers; 0 or 1: one).
 	histWorkers int
+	// spare, when not nil, is the weights of a histogram the release no
+	// longer reads (an earlier round of dp_sips): the next histogram of
+	// the same release clears and reuses it instead of allocating.
+	spare []float64
 }
 
 // NewBuilder validates o and returns an empty builder.
@@ -622,7 +626,14 @@ func (b *Builder) Weights(rng *rand.Rand, key [2]uint64) (items []string, weight
 // sampled; the items, their order and the random draws are those of the
 // lists either way.
 func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, order []uint32, m Mechanism, gamma float64, bound int, exclude []uint64) (*Histogram, error) {
-	h := NewHistogram(m, gamma, b.numItems())
+	h := NewHistogram(m, gamma, 0)
+	if n := b.numItems(); cap(b.spare) >= n {
+		h.W = b.spare[:n]
+		clear(h.W)
+	} else {
+		h.W = make([]float64, n)
+	}
+	b.spare = nil
 	if m.additive() {
 		src := userLists{lists: b.lists}
 		if b.prep != nil {
@@ -769,6 +780,8 @@ func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, or
 				released = append(released, uint32(i))
 			}
 		}
+		b.spare = h.W // read no more: the next round's histogram
 	}
+	b.spare = nil
 	return released, seen, nil
 }
