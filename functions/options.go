@@ -133,27 +133,20 @@ func (s *OptionSet) Parse(options string) error {
 // AddSetUnion adds the keys epsilon, delta, max_items, mechanism, alpha and
 // rounds, which set o through setunion.Options.Set (alpha also accepts "default").
 func (s *OptionSet) AddSetUnion(o *setunion.Options) {
-	for _, key := range setunion.OptionKeys() {
-		s.Func(key, func(v string) error { return o.Set(key, v) })
-	}
+	s.SetUnionKeys(o, setunion.OptionKeys()...)
 }
 
-// Alpha adds a key whose value is a cutoff parameter stored in *dst: a
-// finite number, or "default" for nil, the mechanism's default (the range
-// is checked by the function's validation).
-func (s *OptionSet) Alpha(key string, dst **float64) {
-	s.Func(key, func(v string) error {
-		if strings.EqualFold(v, "default") {
-			*dst = nil
-			return nil
+// SetUnionKeys adds the given keys of setunion.OptionKeys, which set o
+// through setunion.Options.Set: a function that shares some of
+// DP_SET_UNION's keys (DP_NGRAMS: all but rounds) parses them as
+// DP_SET_UNION does.
+func (s *OptionSet) SetUnionKeys(o *setunion.Options, keys ...string) {
+	for _, key := range keys {
+		if !slices.Contains(setunion.OptionKeys(), key) {
+			panic("functions: " + key + " is not a set-union option")
 		}
-		f, err := setunion.ParseFloat(v)
-		if err != nil {
-			return err
-		}
-		*dst = &f
-		return nil
-	})
+		s.Func(key, func(v string) error { return o.Set(key, v) })
+	}
 }
 
 // noteStatementOptions records, for DP_EXPLAIN's source.* rows, that the
