@@ -564,24 +564,24 @@ func NgramsOptions(p setunion.Options, options string, given bool) (ngrams.Optio
 // came from, for the error when the extraction cannot use it.
 func ngramsOptions(p setunion.Options, options string, given bool, mechFrom string) (ngrams.Options, error) {
 	o := ngrams.Defaults()
-	o.Epsilon, o.Delta, o.MaxItems = p.Epsilon, p.Delta, p.MaxItems
-	mech, update, alpha := string(p.Mechanism), "", p.Alpha
-	mechFromSession := true
+	update, mechFromSession := "", true
 	if given {
+		// The keys DP_NGRAMS shares with DP_SET_UNION are set in p by
+		// setunion.Options.Set, as DP_SET_UNION's options string sets them.
 		set := NewOptionSet(NgramsFunction)
 		set.Int("max_n", &o.MaxN)
-		set.Float("epsilon", &o.Epsilon)
-		set.Float("delta", &o.Delta)
-		set.Int("max_items", &o.MaxItems)
-		set.Func("mechanism", func(v string) error { mech, mechFromSession = v, false; return nil })
+		set.SetUnionKeys(&p, "epsilon", "delta", "max_items")
+		set.Func("mechanism", func(v string) error { mechFromSession = false; return p.Set("mechanism", v) })
 		set.String("update", &update)
-		set.Alpha("alpha", &alpha)
+		set.SetUnionKeys(&p, "alpha")
 		set.Float("eta", &o.Eta)
 		set.Func("budget_split", func(v string) error { return o.Set("budget_split", v) })
 		if err := set.Parse(options); err != nil {
 			return ngrams.Options{}, optionsError("%s", err.Error())
 		}
 	}
+	o.Epsilon, o.Delta, o.MaxItems = p.Epsilon, p.Delta, p.MaxItems
+	mech, alpha := string(p.Mechanism), p.Alpha
 	o.Mechanism = mechanismName(mech)
 	if update != "" {
 		o.Update = mechanismName(update)

@@ -2,9 +2,7 @@ package functions
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/dolthub/go-mysql-server/sql"
@@ -83,10 +81,11 @@ func (s *OptionSet) Func(key string, set func(value string) error) {
 	s.apply[key] = set
 }
 
-// Float adds a key whose value is a finite number stored in *dst.
+// Float adds a key whose value is a finite number stored in *dst (parsed
+// as setunion.Options.Set parses its numbers: setunion.ParseFloat).
 func (s *OptionSet) Float(key string, dst *float64) {
 	s.Func(key, func(v string) error {
-		f, err := ParseFloat(v)
+		f, err := setunion.ParseFloat(v)
 		if err != nil {
 			return err
 		}
@@ -95,10 +94,10 @@ func (s *OptionSet) Float(key string, dst *float64) {
 	})
 }
 
-// Int adds a key whose value is an integer stored in *dst.
+// Int adds a key whose value is an integer stored in *dst (setunion.ParseInt).
 func (s *OptionSet) Int(key string, dst *int) {
 	s.Func(key, func(v string) error {
-		n, err := ParseInt(v)
+		n, err := setunion.ParseInt(v)
 		if err != nil {
 			return err
 		}
@@ -131,48 +130,23 @@ func (s *OptionSet) Parse(options string) error {
 	return nil
 }
 
-// ParseFloat parses a finite decimal number ("1", "0.5", "1e-6").
-func ParseFloat(v string) (float64, error) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%q is not a finite number", v)
-	}
-	return f, nil
-}
-
-// ParseInt parses a decimal integer.
-func ParseInt(v string) (int, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
-		return 0, fmt.Errorf("%q is not an integer", v)
-	}
-	return int(n), nil
-}
-
 // AddSetUnion adds the keys epsilon, delta, max_items, mechanism, alpha and
 // rounds, which set o through setunion.Options.Set (alpha also accepts "default").
 func (s *OptionSet) AddSetUnion(o *setunion.Options) {
-	for _, key := range setunion.OptionKeys() {
-		s.Func(key, func(v string) error { return o.Set(key, v) })
-	}
+	s.SetUnionKeys(o, setunion.OptionKeys()...)
 }
 
-// Alpha adds a key whose value is a cutoff parameter stored in *dst: a
-// finite number, or "default" for nil, the mechanism's default (the range
-// is checked by the function's validation).
-func (s *OptionSet) Alpha(key string, dst **float64) {
-	s.Func(key, func(v string) error {
-		if strings.EqualFold(v, "default") {
-			*dst = nil
-			return nil
+// SetUnionKeys adds the given keys of setunion.OptionKeys, which set o
+// through setunion.Options.Set: a function that shares some of
+// DP_SET_UNION's keys (DP_NGRAMS: all but rounds) parses them as
+// DP_SET_UNION does.
+func (s *OptionSet) SetUnionKeys(o *setunion.Options, keys ...string) {
+	for _, key := range keys {
+		if !slices.Contains(setunion.OptionKeys(), key) {
+			panic("functions: " + key + " is not a set-union option")
 		}
-		f, err := ParseFloat(v)
-		if err != nil {
-			return err
-		}
-		*dst = &f
-		return nil
-	})
+		s.Func(key, func(v string) error { return o.Set(key, v) })
+	}
 }
 
 // noteStatementOptions records, for DP_EXPLAIN's source.* rows, that the

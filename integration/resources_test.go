@@ -329,8 +329,11 @@ var resourceAttacks = []resourceAttack{
 	{name: "SortBigRows", sql: lit("SELECT COUNT(*) FROM (SELECT REPEAT(a.s, 5000) AS r FROM pub a, pub b ORDER BY 1) x"), want: anyOf(timedOut(), outOfMemory()), bound: resAttackExecTime + resExecSlack, once: true},
 	// LIKE (linear matcher) and regular expressions.
 	{name: "LIKEManyPercent", sql: lit("SELECT REPEAT('a', 100000) LIKE CONCAT(REPEAT('%a', 2000), 'b')"), want: value("0"), bound: resRefuseBound},
-	{name: "LIKEManyPercentPublic", sql: lit("SELECT COUNT(*) FROM pub WHERE REPEAT(s, 100) LIKE CONCAT(REPEAT('%a', 200), 'zz')"), want: value("0"), bound: resRefuseBound},
-	{name: "LIKEManyPercentRelease", sql: lit("SELECT DISTINCT item FROM events WHERE note LIKE '" + strings.Repeat("%w", 200) + "zz'"), want: released(), bound: resRefuseBound},
+	// These two took 2.0 and 1.3 s at load average 20 (26 Nov 2026), so
+	// max_execution_time (2 s) may stop them on a loaded machine: either
+	// outcome is the server bounding the attack.
+	{name: "LIKEManyPercentPublic", sql: lit("SELECT COUNT(*) FROM pub WHERE REPEAT(s, 100) LIKE CONCAT(REPEAT('%a', 200), 'zz')"), want: anyOf(value("0"), timedOut()), bound: resRefuseBound},
+	{name: "LIKEManyPercentRelease", sql: lit("SELECT DISTINCT item FROM events WHERE note LIKE '" + strings.Repeat("%w", 200) + "zz'"), want: anyOf(released(), timedOut()), bound: resRefuseBound},
 	// Regular expressions: RE2 semantics since the h-regex merge (before:
 	// REPEAT('a', 30) REGEXP '(a*)*b' ran for minutes and froze the whole
 	// process at the next garbage collection, since wazero's native code

@@ -92,77 +92,39 @@ type Analyze func(ctx *sql.Context, query string) (sql.Node, error)
 // reads no data and charges nothing. A query an analyst may not run is
 // refused as it would be.
 func ExplainFunction(gov release.Governor, analyze Analyze) sql.TableFunction {
-	return &explainNode{gov: gov, analyze: analyze}
+	e := &explainer{gov: gov, analyze: analyze}
+	return &functions.TableFunc{
+		FuncName: ExplainName,
+		About:    "explains the private releases of a query without running it or charging the budget",
+		Shown:    "DP_EXPLAIN(…)",
+		Columns:  ExplainSchema,
+		Check:    explainArgs,
+		Rows:     e.rows,
+	}
 }
 
-type explainNode struct {
-	gov     release.Governor
-	analyze Analyze
-	db      sql.Database
-	arg     sql.Expression
-}
-
-var (
-	_ sql.TableFunction = (*explainNode)(nil)
-	_ sql.ExecSourceRel = (*explainNode)(nil)
-)
-
-func (n *explainNode) Name() string { return ExplainName }
-func (n *explainNode) Description() string {
-	return "explains the private releases of a query without running it or charging the budget"
-}
-
-func (n *explainNode) NewInstance(_ *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
+// explainArgs refuses a DP_EXPLAIN call without exactly one constant
+// argument.
+func explainArgs(args []sql.Expression) error {
 	if len(args) != 1 {
-		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
+		return mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
 			"Incorrect parameter count in the call to DP_EXPLAIN: it takes one argument, the query as a string: DP_EXPLAIN('SELECT DISTINCT …')")
 	}
 	if !functions.IsConstant(args[0]) {
-		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSClientError, "DP_EXPLAIN: the query must be a constant string")
+		return mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSClientError, "DP_EXPLAIN: the query must be a constant string")
 	}
-	return &explainNode{gov: n.gov, analyze: n.analyze, db: db, arg: args[0]}, nil
+	return nil
 }
 
-func (n *explainNode) Resolved() bool         { return n.arg == nil || n.arg.Resolved() }
-func (n *explainNode) IsReadOnly() bool       { return true }
-func (n *explainNode) Schema() sql.Schema     { return ExplainSchema }
-func (n *explainNode) Children() []sql.Node   { return nil }
-func (n *explainNode) String() string         { return "DP_EXPLAIN(…)" }
-func (n *explainNode) Database() sql.Database { return n.db }
-func (n *explainNode) Expressions() []sql.Expression {
-	if n.arg == nil {
-		return nil
-	}
-	return []sql.Expression{n.arg}
+// explainer answers DP_EXPLAIN calls.
+type explainer struct {
+	gov     release.Governor
+	analyze Analyze
 }
 
-func (n *explainNode) WithChildren(children ...sql.Node) (sql.Node, error) {
-	if len(children) != 0 {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
-	}
-	return n, nil
-}
-
-func (n *explainNode) WithExpressions(exprs ...sql.Expression) (sql.Node, error) {
-	if len(exprs) != len(n.Expressions()) {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(exprs), len(n.Expressions()))
-	}
-	nn := *n
-	if len(exprs) == 1 {
-		nn.arg = exprs[0]
-	}
-	return &nn, nil
-}
-
-func (n *explainNode) WithDatabase(db sql.Database) (sql.Node, error) {
-	nn := *n
-	nn.db = db
-	return &nn, nil
-}
-
-// RowIter implements sql.ExecSourceRel.
-func (n *explainNode) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
-	v, err := n.arg.Eval(ctx, nil)
+// rows answers DP_EXPLAIN(arg).
+func (n *explainer) rows(ctx *sql.Context, arg sql.Expression) (sql.RowIter, error) {
+	v, err := arg.Eval(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -167,7 +167,7 @@ func NewGoverned(o GovernedOptions) (_ *Governed, err error) {
 	}
 	protected := tables.protected
 	if err := p.RegisterTableFunction(governance.BudgetFunction(gov), governance.AuditFunction(gov),
-		&datasetsFunction{ds: ds, gov: gov}, &datasetsFunction{ds: ds, gov: gov, reload: true}); err != nil {
+		datasetsFunction(ds, gov), reloadFunction(ds, gov)); err != nil {
 		return nil, err
 	}
 	fcfg := o.Functions

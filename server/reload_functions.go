@@ -85,112 +85,67 @@ func adminOnly(ctx *sql.Context, gov *governance.Governor, what string) error {
 	return mysql.NewSQLError(mysqlerr.TableAccessDenied, "42000", "%s is refused for '%s': only administrators reload datasets or see their sources", what, governance.User(ctx))
 }
 
-// datasetsFunction is DP_DATASETS() (no argument) or DP_RELOAD('db.table').
-type datasetsFunction struct {
-	ds     *datasets
-	gov    *governance.Governor
-	reload bool
-	db     sql.Database
-	arg    sql.Expression
+// datasetsFunction is DP_DATASETS(): every dataset's row.
+func datasetsFunction(ds *datasets, gov *governance.Governor) sql.TableFunction {
+	return &functions.TableFunc{
+		FuncName: DatasetsName,
+		About:    "every dataset's source, rows, load time, generation and last error (administrators)",
+		Shown:    strings.ToUpper(DatasetsName) + "()",
+		Columns:  DatasetsSchema(),
+		Check: func(args []sql.Expression) error {
+			if len(args) != 0 {
+				return mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
+					"Incorrect parameter count in the call to DP_DATASETS: it takes no arguments; filter with WHERE table_name = '…'")
+			}
+			return nil
+		},
+		Rows: func(ctx *sql.Context, _ sql.Expression) (sql.RowIter, error) {
+			if err := adminOnly(ctx, gov, "DP_DATASETS"); err != nil {
+				return nil, err
+			}
+			return sql.RowsToRowIter(ds.rows(nil)...), nil
+		},
+	}
 }
 
-var (
-	_ sql.TableFunction = (*datasetsFunction)(nil)
-	_ sql.ExecSourceRel = (*datasetsFunction)(nil)
-)
-
-func (n *datasetsFunction) Name() string {
-	if n.reload {
-		return ReloadName
+// reloadFunction is DP_RELOAD('db.table'): loads the dataset again and
+// returns its row.
+func reloadFunction(ds *datasets, gov *governance.Governor) sql.TableFunction {
+	return &functions.TableFunc{
+		FuncName: ReloadName,
+		About:    "loads a dataset again (administrators)",
+		Shown:    strings.ToUpper(ReloadName) + "()",
+		Columns:  DatasetsSchema(),
+		Check: func(args []sql.Expression) error {
+			if len(args) != 1 || !functions.IsConstant(args[0]) {
+				return mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
+					"Incorrect parameter count in the call to DP_RELOAD: it takes one constant string, the dataset: DP_RELOAD('shop.orders')")
+			}
+			return nil
+		},
+		Rows: func(ctx *sql.Context, arg sql.Expression) (sql.RowIter, error) {
+			return ds.reloadCall(ctx, gov, arg)
+		},
 	}
-	return DatasetsName
 }
 
-func (n *datasetsFunction) Description() string {
-	if n.reload {
-		return "loads a dataset again (administrators)"
-	}
-	return "every dataset's source, rows, load time, generation and last error (administrators)"
-}
-
-func (n *datasetsFunction) NewInstance(_ *sql.Context, db sql.Database, args []sql.Expression) (sql.Node, error) {
-	switch {
-	case n.reload && (len(args) != 1 || !functions.IsConstant(args[0])):
-		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
-			"Incorrect parameter count in the call to DP_RELOAD: it takes one constant string, the dataset: DP_RELOAD('shop.orders')")
-	case !n.reload && len(args) != 0:
-		return nil, mysql.NewSQLError(functions.ErWrongParamCount, mysql.SSClientError,
-			"Incorrect parameter count in the call to DP_DATASETS: it takes no arguments; filter with WHERE table_name = '…'")
-	}
-	nn := *n
-	nn.db = db
-	if len(args) == 1 {
-		nn.arg = args[0]
-	}
-	return &nn, nil
-}
-
-func (n *datasetsFunction) Resolved() bool         { return n.arg == nil || n.arg.Resolved() }
-func (n *datasetsFunction) IsReadOnly() bool       { return true }
-func (n *datasetsFunction) Schema() sql.Schema     { return DatasetsSchema() }
-func (n *datasetsFunction) Children() []sql.Node   { return nil }
-func (n *datasetsFunction) String() string         { return strings.ToUpper(n.Name()) + "()" }
-func (n *datasetsFunction) Database() sql.Database { return n.db }
-
-func (n *datasetsFunction) Expressions() []sql.Expression {
-	if n.arg == nil {
-		return nil
-	}
-	return []sql.Expression{n.arg}
-}
-
-func (n *datasetsFunction) WithChildren(children ...sql.Node) (sql.Node, error) {
-	if len(children) != 0 {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(children), 0)
-	}
-	return n, nil
-}
-
-func (n *datasetsFunction) WithExpressions(exprs ...sql.Expression) (sql.Node, error) {
-	if len(exprs) != len(n.Expressions()) {
-		return nil, sql.ErrInvalidChildrenNumber.New(n, len(exprs), len(n.Expressions()))
-	}
-	nn := *n
-	if len(exprs) == 1 {
-		nn.arg = exprs[0]
-	}
-	return &nn, nil
-}
-
-func (n *datasetsFunction) WithDatabase(db sql.Database) (sql.Node, error) {
-	nn := *n
-	nn.db = db
-	return &nn, nil
-}
-
-// RowIter implements sql.ExecSourceRel.
-func (n *datasetsFunction) RowIter(ctx *sql.Context, _ sql.Row) (sql.RowIter, error) {
-	if !n.reload {
-		if err := adminOnly(ctx, n.gov, "DP_DATASETS"); err != nil {
-			return nil, err
-		}
-		return sql.RowsToRowIter(n.ds.rows(nil)...), nil
-	}
-	if err := adminOnly(ctx, n.gov, "DP_RELOAD"); err != nil {
+// reloadCall answers DP_RELOAD(arg).
+func (ds *datasets) reloadCall(ctx *sql.Context, gov *governance.Governor, arg sql.Expression) (sql.RowIter, error) {
+	if err := adminOnly(ctx, gov, "DP_RELOAD"); err != nil {
 		return nil, err
 	}
-	v, err := n.arg.Eval(ctx, nil)
+	v, err := arg.Eval(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	name, _ := v.(string)
-	d, ok := n.ds.find(strings.TrimSpace(name))
+	d, ok := ds.find(strings.TrimSpace(name))
 	if !ok {
 		return nil, mysql.NewSQLError(mysql.ERWrongArguments, mysql.SSClientError,
 			"DP_RELOAD: no dataset %q: name one of the configuration as 'database.table' (SELECT * FROM DP_DATASETS() lists them)", name)
 	}
-	if err := n.ds.reload(ctx, d, "DP_RELOAD by "+governance.User(ctx)); err != nil {
+	if err := ds.reload(ctx, d, "DP_RELOAD by "+governance.User(ctx)); err != nil {
 		return nil, mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "DP_RELOAD('%s') failed, and the previous snapshot is still served: %v", name, err)
 	}
-	return sql.RowsToRowIter(n.ds.rows(d)...), nil
+	return sql.RowsToRowIter(ds.rows(d)...), nil
 }

@@ -76,8 +76,8 @@ func AuditSchema() sql.Schema {
 // account only its own. Like DP_BUDGET it takes no arguments (filter with
 // WHERE) and needs a current database.
 func AuditFunction(g *Governor) sql.TableFunction {
-	return &rowsFunction{name: AuditName, schema: AuditSchema(), rows: g.AuditRows,
-		advice: "filter with WHERE, e.g. WHERE database_name = '…' ORDER BY seq DESC LIMIT 10"}
+	return rowsFunction(AuditName, AuditSchema(), g.AuditRows,
+		"filter with WHERE, e.g. WHERE database_name = '…' ORDER BY seq DESC LIMIT 10")
 }
 
 // AuditRows returns the rows DP_AUDIT() shows ctx's user.

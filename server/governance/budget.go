@@ -71,8 +71,8 @@ func BudgetSchema() sql.Schema {
 // Like every table function in go-mysql-server v0.20.0, it needs a current
 // database (any).
 func BudgetFunction(g *Governor) sql.TableFunction {
-	return &rowsFunction{name: BudgetName, schema: BudgetSchema(), rows: g.BudgetRows,
-		advice: "filter with WHERE database_name = '…'"}
+	return rowsFunction(BudgetName, BudgetSchema(), g.BudgetRows,
+		"filter with WHERE database_name = '…'")
 }
 
 // BudgetRows returns the rows DP_BUDGET() shows ctx's user.

@@ -16,9 +16,9 @@ import (
 	ast "github.com/dolthub/vitess/go/vt/sqlparser"
 
 	"github.com/dpsql/dpsql/dpvars"
-	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/internal/mysqlerr"
 	"github.com/dpsql/dpsql/planner"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // Rule ids of this package: planner.RuleIDBase + 50 and up, clear of the
@@ -268,10 +268,10 @@ func toFloat(v any) (float64, bool) {
 	case uint8:
 		return float64(x), true
 	case string:
-		f, err := functions.ParseFloat(strings.TrimSpace(x))
+		f, err := setunion.ParseFloat(strings.TrimSpace(x))
 		return f, err == nil
 	case fmt.Stringer: // decimal.Decimal
-		f, err := functions.ParseFloat(x.String())
+		f, err := setunion.ParseFloat(x.String())
 		return f, err == nil
 	}
 	return 0, false

@@ -30,11 +30,11 @@ func (o *Options) Set(key, value string) error {
 	var err error
 	switch strings.ToLower(strings.TrimSpace(key)) {
 	case "epsilon":
-		o.Epsilon, err = parseFloat(v)
+		o.Epsilon, err = ParseFloat(v)
 	case "delta":
-		o.Delta, err = parseFloat(v)
+		o.Delta, err = ParseFloat(v)
 	case "max_items":
-		o.MaxItems, err = parseInt(v)
+		o.MaxItems, err = ParseInt(v)
 	case "mechanism":
 		o.Mechanism = Mechanism(strings.ToLower(v))
 	case "alpha":
@@ -43,19 +43,22 @@ func (o *Options) Set(key, value string) error {
 			return nil
 		}
 		var a float64
-		if a, err = parseFloat(v); err == nil {
+		if a, err = ParseFloat(v); err == nil {
 			o.Alpha = &a
 		}
 	case "rounds":
-		o.Rounds, err = parseInt(v)
+		o.Rounds, err = ParseInt(v)
 	default:
 		return fmt.Errorf("unknown option %q: the options are %s", key, strings.Join(optionKeys, ", "))
 	}
 	return err
 }
 
-// parseFloat parses a finite decimal number ("1", "0.5", "1e-6").
-func parseFloat(v string) (float64, error) {
+// ParseFloat parses a finite decimal number ("1", "0.5", "1e-6"): the one
+// parser of the options' numbers, for Set and for the options strings of
+// the SQL functions (functions.OptionSet), whose extra keys (DP_NGRAMS'
+// max_n, eta) thus refuse the same texts with the same words.
+func ParseFloat(v string) (float64, error) {
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%q is not a finite number", v)
@@ -63,9 +66,9 @@ func parseFloat(v string) (float64, error) {
 	return f, nil
 }
 
-// parseInt parses a decimal integer that fits in 32 bits (every integer
-// option's range does).
-func parseInt(v string) (int, error) {
+// ParseInt parses a decimal integer that fits in 32 bits (every integer
+// option's range does); ParseFloat's companion.
+func ParseInt(v string) (int, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < math.MinInt32 || n > math.MaxInt32 {
 		return 0, fmt.Errorf("%q is not an integer", v)
