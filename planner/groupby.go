@@ -274,6 +274,7 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 					return nil, err
 				}
 				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
+				r.done = memoized(ctx, r) // keyed by the aggregates' options too
 				markFloatOutputs(ctx, r)
 				if src := r.scan.PushdownSource(); src != nil {
 					if err := r.planPushdown(src, p.logf); err != nil {
