@@ -207,7 +207,7 @@ func (r *Release) reuseSpec() string {
 			Values    []int
 		}{r.aggOpts, r.groupKeys, r.aggValue}
 	default:
-		opts = r.options()
+		opts = canonicalSetUnion(r.options()) // reusecanon.go
 	}
 	o, err := json.Marshal(opts)
 	if err != nil {
