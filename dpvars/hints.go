@@ -2,6 +2,7 @@ package dpvars
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -19,7 +20,10 @@ var (
 // variables' types. go-mysql-server v0.20.0 ignores SET_VAR; dpsql applies
 // it to its own variables (other variables keep being ignored, with a
 // warning) and reports a dp_* hint it cannot apply as an error, so that a
-// release never silently runs with options other than those written.
+// release never silently runs with options other than those written: so
+// is a second hint of one variable with another value (the hints are the
+// statement's, wherever written, so with "last wins" the first SELECT of
+// a UNION with its own OPTIONS would be released with the second's).
 func dpHints(ctx *sql.Context) (map[string]any, error) {
 	q := ctx.Query()
 	if !strings.Contains(q, "/*+") {
@@ -48,6 +52,9 @@ func dpHints(ctx *sql.Context) (map[string]any, error) {
 			svv, err := sv.SetValue(ctx, v, false)
 			if err != nil {
 				return nil, fmt.Errorf("SET_VAR(%s = %s): %v", m[1], raw, err)
+			}
+			if prev, ok := out[name]; ok && !reflect.DeepEqual(prev, svv.Val) {
+				return nil, fmt.Errorf("SET_VAR(%s = %s): the statement already sets %s to %v; its hints (and the OPTIONS of each WITH DIFFERENTIAL_PRIVACY) apply to every release of the statement, so give one value per statement and run releases with other options as statements of their own", m[1], raw, name, prev)
 			}
 			out[name] = svv.Val
 		}

@@ -1,7 +1,10 @@
 package planner_test
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/dpsql/dpsql/planner"
 )
 
 // TestStatementMemoKeepsAggregatesApart: two GROUP BY releases of one
@@ -28,5 +31,39 @@ func TestStatementMemoKeepsAggregatesApart(t *testing.T) {
 			}
 			t.Logf("rows: %s", flat(rows))
 		})
+	}
+}
+
+// TestConflictingOptionsRefused: a statement whose SELECTs ask for
+// different values of one option (BigQuery's clause on each SELECT of a
+// UNION or a join of derived tables, or two SET_VAR hints) is refused
+// before anything is charged. The hints are the statement's, so the last
+// value once applied to every release of it: the first SELECT's
+// OPTIONS(epsilon=1) was silently released at ε = 2, and, the two
+// releases then being one, shared its rows.
+func TestConflictingOptionsRefused(t *testing.T) {
+	for _, q := range []string{
+		"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1) COUNT(*) AS n FROM visits UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=2) COUNT(*) FROM visits",
+		"SELECT * FROM (SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1) COUNT(*) AS n FROM visits) a, (SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=2) COUNT(*) AS m FROM visits) b",
+		"SELECT /*+ SET_VAR(dp_epsilon = 1) SET_VAR(dp_epsilon = 0.5) */ DISTINCT item FROM visits",
+		"SELECT /*+ SET_VAR(dp_max_items = 3) */ DISTINCT item FROM visits UNION SELECT /*+ SET_VAR(dp_max_items = 4) */ DISTINCT item FROM visits",
+	} {
+		rq, err := planner.RewriteDifferentialPrivacy(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gov := &fakeGov{budget: 100}
+		e := buildPolicyEngine(t, gov, true)
+		_, err = query(t, e, "analyst", rq)
+		if err == nil || !strings.Contains(err.Error(), "one value") || len(gov.charged) != 0 {
+			t.Errorf("%s: error %v, %d charges; want a refusal asking for one value, nothing charged", q, err, len(gov.charged))
+		}
+	}
+	// The same value twice is one option.
+	gov := &fakeGov{budget: 100}
+	e := buildPolicyEngine(t, gov, true)
+	q, _ := planner.RewriteDifferentialPrivacy("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1) COUNT(*) AS n FROM visits UNION ALL SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon=1.0) COUNT(g) FROM visits")
+	if _, err := query(t, e, "analyst", q); err != nil || len(gov.charged) != 2 {
+		t.Errorf("equal options: %v, %d charges", err, len(gov.charged))
 	}
 }
