@@ -39,6 +39,14 @@ func TestReuseKeySpellings(t *testing.T) {
 			"SELECT /*+ SET_VAR(dp_epsilon = 1.00) */ item, COUNT(*) FROM visits GROUP BY item",
 		},
 		{
+			// The level is released as a multiple of 1e-6 (dpagg).
+			"SELECT item, MEDIAN(g) FROM visits GROUP BY item",
+			"SELECT item, PERCENTILE_CONT(g, 0.5) FROM visits GROUP BY item",
+			"SELECT item, PERCENTILE_CONT(g, 0.5000001) FROM visits GROUP BY item",
+			"SELECT item, PERCENTILE_CONT(g, 0.4999996) FROM visits GROUP BY item",
+		},
+		{"SELECT item, PERCENTILE_CONT(g, 0.500001) FROM visits GROUP BY item"},
+		{
 			"SELECT DP_SET_UNION(item, user_id) FROM visits",
 			"SELECT DP_SET_UNION(item, user_id, 'epsilon=1.0') FROM visits",
 			"SELECT DP_SET_UNION(item, user_id, 'mechanism=DP_SIPS, epsilon=1') FROM visits",
