@@ -39,6 +39,14 @@ func TestReuseKeySpellings(t *testing.T) {
 			"SELECT /*+ SET_VAR(dp_epsilon = 1.00) */ item, COUNT(*) FROM visits GROUP BY item",
 		},
 		{
+			"SELECT * FROM DP_NGRAMS('mydb.visits', 'item', 'user_id', 'max_n=2')",
+			"SELECT * FROM DP_NGRAMS('mydb.visits', 'item', 'user_id', 'max_n=2, update=weighted_gaussian')",
+			"SELECT * FROM DP_NGRAMS('mydb.visits', 'item', 'user_id', 'max_n=2, budget_split=uniform')",
+			"SELECT * FROM DP_NGRAMS('mydb.visits', 'item', 'user_id', 'budget_split=UNIFORM, max_n=2, epsilon=1.0')",
+		},
+		{"SELECT * FROM DP_NGRAMS('mydb.visits', 'item', 'user_id', 'max_n=2, budget_split=geometric:2')"},
+		{"SELECT * FROM DP_NGRAMS('mydb.visits', 'item', 'user_id', 'max_n=2, update=policy_gaussian_l2')"},
+		{
 			// The level is released as a multiple of 1e-6 (dpagg).
 			"SELECT item, MEDIAN(g) FROM visits GROUP BY item",
 			"SELECT item, PERCENTILE_CONT(g, 0.5) FROM visits GROUP BY item",
