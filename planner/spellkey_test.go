@@ -23,6 +23,18 @@ func TestReuseKeySpellings(t *testing.T) {
 			"SELECT /*+ SET_VAR(dp_alpha = 5) */ DISTINCT item FROM visits", // dp_sips has no cutoff
 		},
 		{"SELECT /*+ SET_VAR(dp_rounds = 2) */ DISTINCT item FROM visits"},
+		{"SELECT DISTINCT g FROM visits WHERE item = 'A'"},
+		{"SELECT DISTINCT g FROM visits WHERE item = 'a'", "SELECT DISTINCT g FROM visits WHERE (item = 'a')"},
+		{"SELECT DISTINCT g FROM visits WHERE item = 'a '"},
+		{"SELECT DISTINCT g FROM visits WHERE item = 'NULL'"},
+		{"SELECT DISTINCT g FROM visits WHERE item IS NULL"},
+		{"SELECT DISTINCT g FROM visits WHERE item = NULL"},
+		{"SELECT DISTINCT g FROM visits WHERE item = 'a' COLLATE utf8mb4_0900_bin"},
+		// SQL literals keep their types (DECIMAL(1,1), DECIMAL(2,2), DOUBLE):
+		// distinct keys, charged again, never wrong (docs/privacy.md §13).
+		{"SELECT DISTINCT g FROM visits WHERE g < 0.1"},
+		{"SELECT DISTINCT g FROM visits WHERE g < 0.10"},
+		{"SELECT DISTINCT g FROM visits WHERE g < 1e-1"},
 		{"SELECT /*+ SET_VAR(dp_epsilon = 0.5) */ DISTINCT item FROM visits"},
 		{
 			"SELECT /*+ SET_VAR(dp_mechanism = 'policy_gaussian_l2') */ DISTINCT item FROM visits",
