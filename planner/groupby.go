@@ -95,7 +95,7 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 	if len(aggs) > 0 {
 		r, err = p.newAggregateRelease(ctx, src, keys, aggs, out, schema, ids)
 		if r != nil {
-			r.intervals = sides
+			r.setIntervals(ctx, sides) // and its memo key
 		}
 	} else if sides != nil {
 		return nil, nil // DP_INTERVAL_* of no aggregate: the guard refuses

@@ -1,6 +1,9 @@
 package planner_test
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,4 +69,45 @@ func TestConflictingOptionsRefused(t *testing.T) {
 	if _, err := query(t, e, "analyst", q); err != nil || len(gov.charged) != 2 {
 		t.Errorf("equal options: %v, %d charges", err, len(gov.charged))
 	}
+}
+
+// TestStatementMemoKeepsIntervalsApart: a node that outputs the ends of
+// an aggregate's interval never shares the rows of one that outputs the
+// value (or the other end). The memo shares a node's decoded rows, and was
+// keyed by the release and the output mapping only: in a UNION ALL of
+// DP_INTERVAL_LOW(COUNT(*)) and DP_INTERVAL_HIGH(COUNT(*)) both parts
+// returned the low ends, and next to COUNT(*) the interval was the value.
+// (Each part is now its own release, charged; sharing one release between
+// different outputs would need the memo to hold the released core.)
+func TestStatementMemoKeepsIntervalsApart(t *testing.T) {
+	for _, q := range []string{
+		"SELECT g, DP_INTERVAL_LOW(COUNT(*)) AS v FROM visits GROUP BY g UNION ALL SELECT g, DP_INTERVAL_HIGH(COUNT(*)) FROM visits GROUP BY g",
+		"SELECT DP_INTERVAL_LOW(COUNT(*)) AS v FROM visits UNION ALL SELECT DP_INTERVAL_HIGH(COUNT(*)) FROM visits",
+		"SELECT COUNT(*) AS v FROM visits UNION ALL SELECT DP_INTERVAL_HIGH(COUNT(*)) FROM visits",
+	} {
+		gov := &fakeGov{budget: 100}
+		e := buildPolicyEngine(t, gov, true)
+		rows, err := query(t, e, "analyst", q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n := len(rows) / 2
+		if len(rows) != 2*n || n == 0 {
+			t.Fatalf("%s: %d rows", q, len(rows))
+		}
+		for i := 0; i < n; i++ {
+			last := len(rows[i]) - 1
+			if lo, hi := toFloat(rows[i][last]), toFloat(rows[n+i][last]); !(lo < hi) {
+				t.Errorf("%s: row %d: %v then %v, want the second above the first", q, i, lo, hi)
+			}
+		}
+	}
+}
+
+func toFloat(v any) float64 {
+	f, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
 }

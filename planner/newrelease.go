@@ -236,7 +236,8 @@ func memoized(ctx *sql.Context, r *Release) *releaseResult {
 // with which options — its reuse specification (reuseSpec: the mode, the
 // scan's canonical Spec, the mechanism's options in full, for aggregates
 // the dpagg options with every aggregate's kind and bounds) — and which
-// keys it outputs where (out), each part length-prefixed; "" (made on its
+// keys it outputs where (out, and which outputs are interval ends), each
+// part length-prefixed; "" (made on its
 // own) when the release has no reuse specification. Two releases with one
 // spec compute the same released set or rows, so they share one result
 // and one charge.
@@ -251,7 +252,24 @@ func (r *Release) spec() string {
 	for _, o := range r.out {
 		b = binary.AppendVarint(b, int64(o))
 	}
+	b = binary.AppendUvarint(b, uint64(len(r.intervals)))
+	for _, side := range r.intervals {
+		b = binary.AppendVarint(b, int64(side))
+	}
 	return string(b)
+}
+
+// setIntervals marks the outputs that are interval ends (DP_INTERVAL_LOW
+// and _HIGH: sides, interval.go) and keys the node in the statement's memo
+// again: the memo shares decoded rows, and a node that outputs the ends of
+// an aggregate's interval must not share the rows of one that outputs its
+// value, though both are one release.
+func (r *Release) setIntervals(ctx *sql.Context, sides []int8) {
+	if sides == nil {
+		return
+	}
+	r.intervals = sides
+	r.done = memoized(ctx, r)
 }
 
 // bindToTable rewrites e's column references to indexes of the table's
