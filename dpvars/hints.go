@@ -10,7 +10,6 @@ import (
 )
 
 var (
-	hintComment = regexp.MustCompile(`(?s)/\*\+(.*?)\*/`)
 	setVarHint  = regexp.MustCompile(`(?i)\bSET_VAR\s*\(\s*(?:@@)?(?:session\.)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|[^\s)]+)\s*\)`)
 )
 
@@ -30,8 +29,8 @@ func dpHints(ctx *sql.Context) (map[string]any, error) {
 		return nil, nil
 	}
 	out := map[string]any{}
-	for _, c := range hintComment.FindAllStringSubmatch(q, -1) {
-		for _, m := range setVarHint.FindAllStringSubmatch(c[1], -1) {
+	for _, body := range hintBodies(q) { // hintscan.go: not inside a string literal
+		for _, m := range setVarHint.FindAllStringSubmatch(body, -1) {
 			name, raw := strings.ToLower(m[1]), m[2]
 			if !strings.HasPrefix(name, "dp_") {
 				ctx.Warn(1064, "Optimizer hint SET_VAR(%s = …) is ignored: dpsql applies SET_VAR to its dp_* variables only", m[1])

@@ -111,3 +111,22 @@ func toFloat(v any) float64 {
 	}
 	return f
 }
+
+// TestHintInLiteralIsData: a SET_VAR hint spelled inside a string literal
+// is data, not an option: the release runs at the session's ε.
+func TestHintInLiteralIsData(t *testing.T) {
+	for q, eps := range map[string]float64{
+		"SELECT DISTINCT item FROM visits WHERE item <> '/*+ SET_VAR(dp_epsilon = 0.5) */'":                                1,
+		"SELECT DISTINCT item FROM visits WHERE item <> 'x' -- /*+ SET_VAR(dp_epsilon = 0.5) */\n":                         1,
+		"SELECT /*+ SET_VAR(dp_epsilon = 0.5) */ DISTINCT item FROM visits WHERE item <> '/*+ SET_VAR(dp_epsilon = 2) */'": 0.5,
+	} {
+		gov := &fakeGov{budget: 100}
+		e := buildPolicyEngine(t, gov, true)
+		if _, err := query(t, e, "analyst", q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if len(gov.charged) != 1 || gov.charged[0].Epsilon != eps {
+			t.Errorf("%s: charged %v, want one release at ε = %v", q, gov.charged, eps)
+		}
+	}
+}
