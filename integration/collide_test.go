@@ -16,17 +16,18 @@ func TestCacheKeysOverTheWire(t *testing.T) {
 	alice := d.conn(t, "alice", alicePassword)
 	before := run(t, alice, "SELECT 1").releases
 
-	// COUNT and SUM of one column in one statement: two releases.
-	r := run(t, alice, "SELECT /*+ SET_VAR(dp_contribution_bounds = '0,10') */ item, COUNT(v) AS x FROM events GROUP BY item UNION ALL "+
-		"SELECT /*+ SET_VAR(dp_contribution_bounds = '0,10') */ item, SUM(v) FROM events GROUP BY item")
+	// COUNT and SUM of one column in one statement: two releases (global:
+	// one row each, always released; about 1,200 rows against a sum near
+	// 3,600).
+	r := run(t, alice, "SELECT /*+ SET_VAR(dp_contribution_bounds = '0,10') */ COUNT(v) AS x FROM events UNION ALL "+
+		"SELECT SUM(v) FROM events")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	if n := atoi(t, r.releases) - atoi(t, before); n != 2 {
 		t.Errorf("COUNT and SUM: %d releases, want 2", n)
 	}
-	half := len(r.rows) / 2
-	if half == 0 || strings.Join(flatRows(r.rows[:half]), "|") == strings.Join(flatRows(r.rows[half:]), "|") {
+	if len(r.rows) != 2 || r.rows[0][0] == r.rows[1][0] {
 		t.Errorf("COUNT and SUM answered alike: %v", r.rows)
 	}
 
@@ -70,12 +71,4 @@ func atof(t *testing.T, s string) float64 {
 		t.Fatalf("%q: %v", s, err)
 	}
 	return f
-}
-
-func flatRows(rows [][]string) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = strings.Join(r, ",")
-	}
-	return out
 }
