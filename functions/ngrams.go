@@ -653,7 +653,7 @@ func ngramsSpec(ctx *sql.Context, call *ngramsCall) string {
 	if err != nil || scan.Spec() == "" {
 		return ""
 	}
-	o, err := json.Marshal(call.opts)
+	o, err := json.Marshal(canonicalNgrams(call.opts)) // ngramskey.go
 	if err != nil {
 		return ""
 	}

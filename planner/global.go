@@ -61,7 +61,7 @@ func (p *policy) globalAggregates(ctx *sql.Context, src source, g *plan.GroupBy,
 	}
 	r, err := p.newAggregateRelease(ctx, src, nil, aggs, out, schema, ids, globalRelease)
 	if r != nil {
-		r.intervals = sides
+		r.setIntervals(ctx, sides) // and its memo key
 	}
 	return r, err
 }

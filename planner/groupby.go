@@ -95,7 +95,7 @@ func (p *policy) groupByAs(ctx *sql.Context, g *plan.GroupBy, schema sql.Schema,
 	if len(aggs) > 0 {
 		r, err = p.newAggregateRelease(ctx, src, keys, aggs, out, schema, ids)
 		if r != nil {
-			r.intervals = sides
+			r.setIntervals(ctx, sides) // and its memo key
 		}
 	} else if sides != nil {
 		return nil, nil // DP_INTERVAL_* of no aggregate: the guard refuses
@@ -274,6 +274,7 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 					return nil, err
 				}
 				r.groupKeys, r.aggOpts, r.aggPlan, r.aggValue = len(keys), o, plan, valueOf
+				r.done = memoized(ctx, r) // keyed by the aggregates' options too
 				markFloatOutputs(ctx, r)
 				if src := r.scan.PushdownSource(); src != nil {
 					if err := r.planPushdown(src, p.logf); err != nil {

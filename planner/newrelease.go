@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -89,7 +90,9 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		}
 	}
 	r.origins = append(r.origins, originFacts(ctx, mode)...) // DP_SET_UNION: its calls'
-	r.done = memoized(ctx, r)
+	if mode != aggregateRows {
+		r.done = memoized(ctx, r) // aggregates: once their options are set (newAggregateRelease)
+	}
 	return r, nil
 }
 
@@ -229,20 +232,44 @@ func memoized(ctx *sql.Context, r *Release) *releaseResult {
 	return done
 }
 
-// spec identifies a release within a statement: what it reads and how
-// (the scan's canonical Spec: printed SQL drops fields such as LIKE's
-// ESCAPE), with which options, and what it outputs; "" (made on its own)
-// when the scan has no Spec.
+// spec identifies a release within a statement: what it reads, how and
+// with which options — its reuse specification (reuseSpec: the mode, the
+// scan's canonical Spec, the mechanism's options in full, for aggregates
+// the dpagg options with every aggregate's kind and bounds) — and which
+// keys it outputs where (out, and which outputs are interval ends), each
+// part length-prefixed; "" (made on its
+// own) when the release has no reuse specification. Two releases with one
+// spec compute the same released set or rows, so they share one result
+// and one charge.
 func (r *Release) spec() string {
-	if r.scan.Spec() == "" {
+	rs := r.reuseSpec()
+	if rs == "" {
 		return ""
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%s.%s|%s|%q", r.mode, r.db, r.name, r.optionsSpec(), r.scan.Spec())
+	b := binary.AppendUvarint(nil, uint64(len(rs)))
+	b = append(b, rs...)
+	b = binary.AppendUvarint(b, uint64(len(r.out)))
 	for _, o := range r.out {
-		fmt.Fprintf(&b, ",%d", o)
+		b = binary.AppendVarint(b, int64(o))
 	}
-	return b.String()
+	b = binary.AppendUvarint(b, uint64(len(r.intervals)))
+	for _, side := range r.intervals {
+		b = binary.AppendVarint(b, int64(side))
+	}
+	return string(b)
+}
+
+// setIntervals marks the outputs that are interval ends (DP_INTERVAL_LOW
+// and _HIGH: sides, interval.go) and keys the node in the statement's memo
+// again: the memo shares decoded rows, and a node that outputs the ends of
+// an aggregate's interval must not share the rows of one that outputs its
+// value, though both are one release.
+func (r *Release) setIntervals(ctx *sql.Context, sides []int8) {
+	if sides == nil {
+		return
+	}
+	r.intervals = sides
+	r.done = memoized(ctx, r)
 }
 
 // bindToTable rewrites e's column references to indexes of the table's

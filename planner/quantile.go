@@ -485,7 +485,7 @@ func quantileOf(src source, q *functions.Quantile) (aggregate, bool, error) {
 func setQuantileLevels(o *dpagg.Options, aggs []aggregate) {
 	for i, a := range aggs {
 		if i < len(o.Aggregates) && a.kind == dpagg.Quantile {
-			o.Aggregates[i].Quantile = a.level
+			o.Aggregates[i].Quantile = dpagg.RoundQuantileLevel(a.level) // the level released: one option, one reuse key
 		}
 	}
 }
@@ -493,5 +493,5 @@ func setQuantileLevels(o *dpagg.Options, aggs []aggregate) {
 // sameAggregate reports whether two aggregates of one release are the same
 // (HAVING restating a SELECT-list aggregate), released once.
 func sameAggregate(a, b aggregate) bool {
-	return b.kind == a.kind && a.level == b.level && (a.value == nil) == (b.value == nil) && (a.value == nil || sameExpr(a.value, b.value))
+	return b.kind == a.kind && dpagg.RoundQuantileLevel(a.level) == dpagg.RoundQuantileLevel(b.level) && (a.value == nil) == (b.value == nil) && (a.value == nil || sameExpr(a.value, b.value))
 }

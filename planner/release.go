@@ -189,19 +189,6 @@ func (r *Release) requests(ctx *sql.Context) []release.Request {
 	return out
 }
 
-// optionsSpec is the canonical text of the node's set-union options (JSON:
-// a pointer field such as Alpha is written as its value, where %v would
-// write its address and make identical releases differ). Options that do
-// not encode give a text of their own, so that the release is shared with
-// no other (and charged on its own).
-func (r *Release) optionsSpec() string {
-	o, err := json.Marshal(r.options())
-	if err != nil {
-		return fmt.Sprintf("unencoded options of release %p", r)
-	}
-	return string(o)
-}
-
 // reuseSpec is the node's release specification for reuse: the mode, the
 // scan's Spec (table, filter, keys, evaluation settings) and the
 // mechanism's options in full; not the output mapping nor anything above
@@ -220,7 +207,7 @@ func (r *Release) reuseSpec() string {
 			Values    []int
 		}{r.aggOpts, r.groupKeys, r.aggValue}
 	default:
-		opts = r.options()
+		opts = canonicalSetUnion(r.options()) // reusecanon.go
 	}
 	o, err := json.Marshal(opts)
 	if err != nil {
