@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	setVarHint  = regexp.MustCompile(`(?i)\bSET_VAR\s*\(\s*(?:@@)?(?:session\.)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|[^\s)]+)\s*\)`)
+	setVarHint = regexp.MustCompile(`(?i)\bSET_VAR\s*\(\s*(?:@@)?(?:session\.)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|[^\s)]+)\s*\)`)
 )
 
 // dpHints returns the values of the dp_* variables set by the SET_VAR
