@@ -323,29 +323,9 @@ func (p *Pipeline) valueErrorStats(kept [][]int32, ai int, capC float64) ([]floa
 	m := float64(p.plan.MaxRowsPerGroup)
 	sigma := p.plan.errorStat(ai).StdDev
 	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (m * col.upper)
-	n := len(col.cands)
-	s := p.stride
-	xs := make([]float64, n-1)
-	loss := make([]float64, n) // Σ over the user's kept pairs of |T(U_0) − T(U_j)|
-	for u, l := range p.lists {
-		clear(loss)
-		for _, k := range kept[u] {
-			e := l[int(k)*s : int(k+1)*s]
-			t0, nn := pairTotal(col, e, 0)
-			if nn == 0 {
-				continue
-			}
-			f := min(1, m/float64(nn))
-			for j := 1; j < n; j++ {
-				tj, _ := pairTotal(col, e, j)
-				loss[j] += math.Abs(t0-tj) * f
-			}
-		}
-		for j := range xs {
-			step := m * (col.cands[j].upper - col.cands[j+1].upper)
-			xs[j] += min(max(loss[j+1]-loss[j], 0)/step, capC)
-		}
-	}
+	xs := p.marginalLosses(kept, col, m, capC, pairTotal, func(j int) float64 {
+		return m * (col.cands[j].upper - col.cands[j+1].upper)
+	})
 	return xs, tau
 }
 
@@ -370,30 +350,44 @@ func (p *Pipeline) spreadErrorStats(kept [][]int32, ai int, capC float64) ([]flo
 	b := (col.upper - col.lower) / 2
 	sigma := math.Hypot(st[2].StdDev, 2*b*st[1].StdDev)
 	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (m * col.upper * col.upper)
+	xs := p.marginalLosses(kept, col, m, capC, pairSquares, func(j int) float64 {
+		uj, un := col.cands[j].upper, col.cands[j+1].upper
+		return m * (uj*uj - un*un)
+	})
+	return xs, tau
+}
+
+// marginalLosses returns X_j = Σ_u min((loss_u(j+1) − loss_u(j))⁺/step(j), C)
+// for the candidates of col, where loss_u(j) = Σ over user u's kept pairs
+// of |stat(U_0) − stat(U_j)|, each pair weighted min(1, m/rows) (its share
+// of the m-bounded sum): the normalised marginal losses of
+// valueErrorStats (stat = pairTotal) and spreadErrorStats (stat =
+// pairSquares). Each user's term is its own pairs' and public values',
+// clipped to [0, C].
+func (p *Pipeline) marginalLosses(kept [][]int32, col *column, m, capC float64, stat func(*column, []uint64, int) (float64, uint64), step func(j int) float64) []float64 {
 	n := len(col.cands)
 	s := p.stride
 	xs := make([]float64, n-1)
-	loss := make([]float64, n) // Σ over the user's kept pairs of |Q(U_0) − Q(U_j)|
+	loss := make([]float64, n)
 	for u, l := range p.lists {
 		clear(loss)
 		for _, k := range kept[u] {
 			e := l[int(k)*s : int(k+1)*s]
-			q0, nn := pairSquares(col, e, 0)
+			v0, nn := stat(col, e, 0)
 			if nn == 0 {
 				continue
 			}
 			f := min(1, m/float64(nn))
 			for j := 1; j < n; j++ {
-				qj, _ := pairSquares(col, e, j)
-				loss[j] += math.Abs(q0-qj) * f
+				vj, _ := stat(col, e, j)
+				loss[j] += math.Abs(v0-vj) * f
 			}
 		}
 		for j := range xs {
-			uj, un := col.cands[j].upper, col.cands[j+1].upper
-			xs[j] += min(max(loss[j+1]-loss[j], 0)/(m*(uj*uj-un*un)), capC)
+			xs[j] += min(max(loss[j+1]-loss[j], 0)/step(j), capC)
 		}
 	}
-	return xs, tau
+	return xs
 }
 
 // pairSquares is entry e's sum of squared clamped values about 0 at
