@@ -34,17 +34,5 @@ func SessionReuse(ctx *sql.Context) bool {
 	if !ok {
 		return true
 	}
-	switch x := v.(type) {
-	case int8:
-		return x != 0
-	case int64:
-		return x != 0
-	case int:
-		return x != 0
-	case bool:
-		return x
-	case string:
-		return x != "0" && x != "OFF" && x != "off"
-	}
-	return true
+	return asBool(v, true)
 }
