@@ -278,44 +278,31 @@ func (o *Options) Set(name, value string) error {
 	var err error
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "max_n":
-		o.MaxN, err = parseInt(name, v)
+		o.MaxN, err = setunion.ParseInt(v)
 	case "epsilon":
-		o.Epsilon, err = parseFloat(name, v)
+		o.Epsilon, err = setunion.ParseFloat(v)
 	case "delta":
-		o.Delta, err = parseFloat(name, v)
+		o.Delta, err = setunion.ParseFloat(v)
 	case "max_items":
-		o.MaxItems, err = parseInt(name, v)
+		o.MaxItems, err = setunion.ParseInt(v)
 	case "mechanism":
 		o.Mechanism, err = setunion.ParseMechanism(v)
 	case "update":
 		o.Update, err = setunion.ParseMechanism(v)
 	case "alpha":
 		var a float64
-		if a, err = parseFloat(name, v); err == nil {
+		if a, err = setunion.ParseFloat(v); err == nil {
 			o.Alpha = &a
 		}
 	case "eta":
-		o.Eta, err = parseFloat(name, v)
+		o.Eta, err = setunion.ParseFloat(v)
 	case "budget_split":
 		o.BudgetSplit, err = ParseBudgetSplit(v)
 	default:
 		return fmt.Errorf("unknown n-gram option %q: use max_n, epsilon, delta, max_items, mechanism, update, alpha, eta or budget_split", name)
 	}
-	return err
-}
-
-func parseInt(name, v string) (int, error) {
-	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s must be an integer, got %q", name, v)
+		return fmt.Errorf("n-gram option %s: %w", name, err)
 	}
-	return n, nil
-}
-
-func parseFloat(name, v string) (float64, error) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s must be a number, got %q", name, v)
-	}
-	return f, nil
+	return nil
 }
