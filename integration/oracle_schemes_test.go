@@ -345,6 +345,7 @@ func schemesOracle(t *testing.T, name string, per map[string]map[string]int, top
 		}
 	}
 	ratioOracle(t, vals, tops, totals, truth, unit, med, r)
+	ratioPrivateT(t, vals, tops, totals, truth, unit, plan.Rho, med, r)
 }
 
 // ratioOracle logs the ratio estimator count_k = Â_k·N̂/D̂ with private
@@ -416,6 +417,90 @@ func ratioOracle(t *testing.T, us [][]float64, tops [][]int, totals, truth []flo
 			t.Logf("  C = 32, best split per T:%s", byT)
 		}
 	}
+}
+
+// ratioPrivateT measures the ratio estimator of ratioOracle with T chosen
+// privately rather than by the oracle, at public C ∈ {4, 32} and the split
+// 0.6/0.3/0.1: a binary search of 4 noisy tests over the descending grid
+// T_0 = 16384 > … > T_8 = 64, in the manner of docs/privacy.md §28. Stepping
+// from T_i to T_{i+1} adds the rows X_i·(T_i − T_{i+1}) lost above T_{i+1}
+// and removes the noise √(2/π)·σ_N,unit·(T_i − T_{i+1}), so the step is taken
+// iff X_i + σ_t·Z ≤ τ = √(2/π)·σ_N,unit, X_i = Σ_u min((n_u − T_{i+1})⁺,
+// T_i − T_{i+1})/(T_i − T_{i+1}) (sensitivity 1); the tests are given the
+// whole 10 % of the aggregates' ρ the bounds' choice has today (C is
+// public, so nothing else is chosen): σ_t = √(4/(2·0.1·ρ_a)).
+func ratioPrivateT(t *testing.T, us [][]float64, tops [][]int, totals, truth []float64, unit, rhoA float64, med func([]float64) float64, r *rand.Rand) {
+	grid := []float64{16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64}
+	sp := [3]float64{0.6, 0.3, 0.1}
+	uN := unit / math.Sqrt(sp[1])
+	tau := math.Sqrt(2/math.Pi) * uN
+	sigmaT := math.Sqrt(4 / (2 * 0.1 * rhoA))
+	x := make([]float64, len(grid)-1)
+	for i := range x {
+		step := grid[i] - grid[i+1]
+		for _, n := range totals {
+			x[i] += min(max(n-grid[i+1], 0), step) / step
+		}
+	}
+	var total float64
+	for _, n := range totals {
+		total += n
+	}
+	for _, c := range []float64{4, 32} {
+		a := make([]float64, len(truth))
+		var d float64
+		for i, l := range us {
+			f := min(1, c/totals[i])
+			for j, v := range l {
+				if k := tops[i][j]; k >= 0 {
+					a[k] += f * v
+				}
+			}
+			d += min(totals[i], c)
+		}
+		sa, sd := c*unit/math.Sqrt(sp[0]), c*unit/math.Sqrt(sp[2])
+		const draws = 2000
+		var e float64
+		chosen := map[float64]int{}
+		rel := make([]float64, len(truth))
+		for range draws {
+			// Largest j with every step to j taken: binary search on
+			// the monotone X (lo steps known taken, hi not).
+			lo, hi := 0, len(grid)
+			for range 4 {
+				if hi-lo <= 1 {
+					break
+				}
+				mid := (lo + hi) / 2
+				if x[mid-1]+sigmaT*r.NormFloat64() <= tau {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			tt := grid[lo]
+			chosen[tt]++
+			var nt float64
+			for _, n := range totals {
+				nt += min(n, tt)
+			}
+			ratio := (nt + tt*uN*r.NormFloat64()) / max(d+sd*r.NormFloat64(), 1)
+			for k := range truth {
+				rel[k] = math.Abs((a[k]+sa*r.NormFloat64())*ratio-truth[k]) / truth[k]
+			}
+			slices.Sort(rel)
+			e += med(rel) / draws
+		}
+		t.Logf("ratio estimator, C = %.0f, T chosen privately (4 tests, σ_t %.1f users, τ %.1f users; X_i %v): median relative error %.3f; T chosen %v of %d", c, sigmaT, tau, roundAll(x), e, chosen, draws)
+	}
+}
+
+func roundAll(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Round(x)
+	}
+	return out
 }
 
 // waterCap returns the cap t with ‖min(v, t)‖₂ = c (∞ if ‖v‖₂ ≤ c), v
