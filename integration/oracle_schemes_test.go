@@ -430,11 +430,34 @@ func ratioOracle(t *testing.T, us [][]float64, tops [][]int, totals, truth []flo
 // whole 10 % of the aggregates' ρ the bounds' choice has today (C is
 // public, so nothing else is chosen): σ_t = √(4/(2·0.1·ρ_a)).
 func ratioPrivateT(t *testing.T, us [][]float64, tops [][]int, totals, truth []float64, unit, rhoA float64, med func([]float64) float64, r *rand.Rand) {
+	ratioPrivateTWith(t, us, tops, totals, truth, unit, rhoA, med, r, []float64{4, 32}, [3]float64{0.6, 0.3, 0.1}, 0.1, false, 2000)
+	if os.Getenv("DPSQL_ORACLE_SWEEP") == "" {
+		return
+	}
+	for _, share := range []float64{0.1, 0.2, 0.3} {
+		for _, sp := range [][3]float64{{0.6, 0.3, 0.1}, {0.3, 0.6, 0.1}, {0.15, 0.8, 0.05}} {
+			for _, fine := range []bool{false, true} {
+				// The choice's share comes out of the statistics' ρ.
+				u := unit / math.Sqrt(1-(share-0.1)/0.9)
+				ratioPrivateTWith(t, us, tops, totals, truth, u, rhoA, med, r, []float64{4, 8, 16}, sp, share, fine, 500)
+			}
+		}
+	}
+}
+
+func ratioPrivateTWith(t *testing.T, us [][]float64, tops [][]int, totals, truth []float64, unit, rhoA float64, med func([]float64) float64, r *rand.Rand, cs []float64, sp [3]float64, share float64, fine bool, draws int) {
 	grid := []float64{16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64}
-	sp := [3]float64{0.6, 0.3, 0.1}
+	tests := 4
+	if fine {
+		grid = nil
+		for k := 28; k >= 12; k-- {
+			grid = append(grid, math.Round(math.Pow(2, float64(k)/2)))
+		}
+		tests = 5
+	}
 	uN := unit / math.Sqrt(sp[1])
 	tau := math.Sqrt(2/math.Pi) * uN
-	sigmaT := math.Sqrt(4 / (2 * 0.1 * rhoA))
+	sigmaT := math.Sqrt(float64(tests) / (2 * share * rhoA))
 	x := make([]float64, len(grid)-1)
 	for i := range x {
 		step := grid[i] - grid[i+1]
@@ -446,7 +469,7 @@ func ratioPrivateT(t *testing.T, us [][]float64, tops [][]int, totals, truth []f
 	for _, n := range totals {
 		total += n
 	}
-	for _, c := range []float64{4, 32} {
+	for _, c := range cs {
 		a := make([]float64, len(truth))
 		var d float64
 		for i, l := range us {
@@ -459,7 +482,6 @@ func ratioPrivateT(t *testing.T, us [][]float64, tops [][]int, totals, truth []f
 			d += min(totals[i], c)
 		}
 		sa, sd := c*unit/math.Sqrt(sp[0]), c*unit/math.Sqrt(sp[2])
-		const draws = 2000
 		var e float64
 		chosen := map[float64]int{}
 		rel := make([]float64, len(truth))
@@ -467,7 +489,7 @@ func ratioPrivateT(t *testing.T, us [][]float64, tops [][]int, totals, truth []f
 			// Largest j with every step to j taken: binary search on
 			// the monotone X (lo steps known taken, hi not).
 			lo, hi := 0, len(grid)
-			for range 4 {
+			for range tests {
 				if hi-lo <= 1 {
 					break
 				}
@@ -489,9 +511,9 @@ func ratioPrivateT(t *testing.T, us [][]float64, tops [][]int, totals, truth []f
 				rel[k] = math.Abs((a[k]+sa*r.NormFloat64())*ratio-truth[k]) / truth[k]
 			}
 			slices.Sort(rel)
-			e += med(rel) / draws
+			e += med(rel) / float64(draws)
 		}
-		t.Logf("ratio estimator, C = %.0f, T chosen privately (4 tests, σ_t %.1f users, τ %.1f users; X_i %v): median relative error %.3f; T chosen %v of %d", c, sigmaT, tau, roundAll(x), e, chosen, draws)
+		t.Logf("ratio estimator, C = %.0f, split %v, choice share %.1f, grid of %d, T chosen privately (%d tests, σ_t %.1f users, τ %.1f users; X_i %v): median relative error %.3f; T chosen %v of %d", c, sp, share, len(grid), tests, sigmaT, tau, roundAll(x), e, chosen, draws)
 	}
 }
 
