@@ -346,6 +346,7 @@ func schemesOracle(t *testing.T, name string, per map[string]map[string]int, top
 	}
 	ratioOracle(t, vals, tops, totals, truth, unit, med, r)
 	ratioPrivateT(t, vals, tops, totals, truth, unit, plan.Rho, med, r)
+	l2PrivateC(t, vals, tops, totals, norms, truth, unit, plan.Rho, med, r)
 }
 
 // ratioOracle logs the ratio estimator count_k = Â_k·N̂/D̂ with private
@@ -514,6 +515,79 @@ func ratioPrivateTWith(t *testing.T, us [][]float64, tops [][]int, totals, truth
 			e += med(rel) / float64(draws)
 		}
 		t.Logf("ratio estimator, C = %.0f, split %v, choice share %.1f, grid of %d, T chosen privately (%d tests, σ_t %.1f users, τ %.1f users; X_i %v): median relative error %.3f; T chosen %v of %d", c, sp, share, len(grid), tests, sigmaT, tau, roundAll(x), e, chosen, draws)
+	}
+}
+
+// l2PrivateC measures scheme (a), ℓ2 clipping by scaling, with C chosen
+// privately by docs/privacy.md §28's rule: over the descending grid
+// C_0 = 1448 > … (steps of √2) > 2, stepping from C_i to C_{i+1} adds user
+// u's lost rows n_u·(f_u(C_i) − f_u(C_{i+1})), f_u(C) = min(1, C/‖v_u‖),
+// and removes the noise √(2/π)·unit·(C_i − C_{i+1}) from a key holding 1/K
+// of the rows (K = 100); the test is X_i + cap·σ_t·Z ≤ τ with
+// X_i = Σ_u min(δ_u, cap), δ_u the user's loss over the step divided by
+// (C_i − C_{i+1}) (at most ‖v_u‖₁/‖v_u‖₂, so clipped to cap for a
+// sensitivity of cap), τ = K·√(2/π)·unit; a binary search of 5 tests at
+// the bounds' 10 % of the aggregates' ρ.
+func l2PrivateC(t *testing.T, us [][]float64, tops [][]int, totals, norms, truth []float64, unit, rhoA float64, med func([]float64) float64, r *rand.Rand) {
+	var grid []float64
+	for k := 21; k >= 2; k-- {
+		grid = append(grid, math.Round(math.Pow(2, float64(k)/2)))
+	}
+	const tests, kShare = 5, 100.0
+	sigmaT := math.Sqrt(tests / (2 * 0.1 * rhoA))
+	tau := kShare * math.Sqrt(2/math.Pi) * unit
+	bounded := func(c float64) []float64 {
+		a := make([]float64, len(truth))
+		for i, l := range us {
+			f := min(1, c/norms[i])
+			for j, v := range l {
+				if k := tops[i][j]; k >= 0 {
+					a[k] += f * v
+				}
+			}
+		}
+		return a
+	}
+	for _, capU := range []float64{2, 4, 8, 16, 64} {
+		x := make([]float64, len(grid)-1)
+		for i := range x {
+			step := grid[i] - grid[i+1]
+			for u, n := range totals {
+				loss := n * (min(1, grid[i]/norms[u]) - min(1, grid[i+1]/norms[u]))
+				x[i] += min(loss/step, capU)
+			}
+		}
+		cache := map[float64][]float64{}
+		const draws = 1000
+		var e float64
+		chosen := map[float64]int{}
+		rel := make([]float64, len(truth))
+		for range draws {
+			lo, hi := 0, len(grid)
+			for range tests {
+				if hi-lo <= 1 {
+					break
+				}
+				mid := (lo + hi) / 2
+				if x[mid-1]+capU*sigmaT*r.NormFloat64() <= tau {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			c := grid[lo]
+			chosen[c]++
+			if cache[c] == nil {
+				cache[c] = bounded(c)
+			}
+			a := cache[c]
+			for k := range truth {
+				rel[k] = math.Abs(a[k]+c*unit*r.NormFloat64()-truth[k]) / truth[k]
+			}
+			slices.Sort(rel)
+			e += med(rel) / draws
+		}
+		t.Logf("(a) ℓ2 clipping, C chosen privately (cap %.0f, %d tests, σ_t %.1f, τ %.0f): median relative error %.3f; C chosen %v of %d", capU, tests, sigmaT, tau, e, chosen, draws)
 	}
 }
 
