@@ -290,7 +290,7 @@ func (p *Pipeline) rowsErrorStats(kept [][]int32, ai int, capC float64) ([]int, 
 		return math.Abs(t) * min(1, float64(m)/float64(nn))
 	}
 	sigma := p.plan.errorStat(ai).StdDev
-	tau := p.plan.errorKeys() * math.Sqrt(2/math.Pi) * sigma / (float64(mq) * unit)
+	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (float64(mq) * unit)
 	s := p.stride
 	xs := make([]float64, len(ms)-1)
 	for i := range xs {
@@ -322,7 +322,7 @@ func (p *Pipeline) valueErrorStats(kept [][]int32, ai int, capC float64) ([]floa
 	}
 	m := float64(p.plan.MaxRowsPerGroup)
 	sigma := p.plan.errorStat(ai).StdDev
-	tau := p.plan.errorKeys() * math.Sqrt(2/math.Pi) * sigma / (m * col.upper)
+	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (m * col.upper)
 	xs := p.marginalLosses(kept, col, m, capC, pairTotal, func(j int) float64 {
 		return m * (col.cands[j].upper - col.cands[j+1].upper)
 	})
@@ -349,7 +349,7 @@ func (p *Pipeline) spreadErrorStats(kept [][]int32, ai int, capC float64) ([]flo
 	st := p.plan.Aggregates[ai].Stats
 	b := (col.upper - col.lower) / 2
 	sigma := math.Hypot(st[2].StdDev, 2*b*st[1].StdDev)
-	tau := p.plan.errorKeys() * math.Sqrt(2/math.Pi) * sigma / (m * col.upper * col.upper)
+	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (m * col.upper * col.upper)
 	xs := p.marginalLosses(kept, col, m, capC, pairSquares, func(j int) float64 {
 		uj, un := col.cands[j].upper, col.cands[j+1].upper
 		return m * (uj*uj - un*un)

@@ -196,19 +196,6 @@ func (c *Chosen) searchNote(i int) string {
 	return ""
 }
 
-// errorKeys is K of the error rule (errchoice.go): ErrorKeys for a GROUP
-// BY, whose keys each hold a share of the data, and 1 for a global
-// release, whose one key holds all of it. With K = 100 a global SUM
-// traded a 100th of its clamping loss against its noise and stepped down
-// to the smallest candidate, U/16 (on 600 users with values in {0, 1, 2},
-// 0.25: the SUM lost 83 %).
-func (p *Plan) errorKeys() float64 {
-	if p.Global {
-		return 1
-	}
-	return ErrorKeys
-}
-
 // refinable reports whether aggregate i's bounds are refined for error
 // (errchoice.go): only after a binary search. A small table's histogram
 // spent the refinement's tests (whose noise, σ_t·C against a signal of a
