@@ -1,8 +1,10 @@
 package dpagg
 
 import (
+	"fmt"
 	"math"
 
+	"github.com/dpsql/dpsql/sqlext/explain"
 	"github.com/dpsql/dpsql/sqlext/noise"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
@@ -202,4 +204,28 @@ func (c *Chosen) searchNote(i int) string {
 // few users, would only have moved the bound at random).
 func (c *Chosen) refinable(i int) bool {
 	return i >= len(c.ValueSearch) || c.ValueSearch[i] == SearchBinary
+}
+
+// valueSearchFacts tells DP_EXPLAIN how the clamping bounds are chosen:
+// which search runs on which side of min_users, and their share of the
+// aggregates' ρ.
+func (b *BoundsPlan) valueSearchFacts() []explain.Fact {
+	if len(b.Values) == 0 {
+		return nil
+	}
+	total := b.Rho / BoundsShare // the aggregates' ρ
+	one := 1 / (2 * b.TestSigma * b.TestSigma)
+	search := float64(valueSearchTests) * one
+	if b.errorValues > 0 {
+		search += float64(b.errorValues*valueErrorTests) / float64(len(b.Values)) * one
+	}
+	sigma := b.HistogramSigma()
+	return []explain.Fact{
+		explain.F("bounds.value_search", fmt.Sprintf("at or above min_users: binary search of %d tests over 2^-10…2^53 and a sign test (then refined for error); below: a noisy histogram of the users' largest |value| (%d cells, σ_h = %.4g users), the bound one grid step above the highest cell whose noisy count exceeds τ = %.4g users ([0, %d] if none)",
+			valueSearchTests-1, histogramCells, sigma, HistogramZ*sigma, FallbackUpper),
+			"the Note of the release says which ran (docs/privacy.md, the section on clamping bounds on small tables)"),
+		explain.F("bounds.value_search_rho", fmt.Sprintf("%.4g per bound (%.2f%% of the aggregates' ρ) above min_users; %.4g per bound (%.2f%%) below, with the budget of the searches the fallback replaces",
+			search, 100*search/total, 1/(2*sigma*sigma), 100/(2*sigma*sigma)/total),
+			"part of the choice's ρ (bounds.rho), charged with the release whichever runs"),
+	}
 }

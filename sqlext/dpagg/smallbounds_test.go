@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dpsql/dpsql/sqlext/noise"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 )
 
@@ -221,4 +222,226 @@ func TestSmallTableGroupByBounds(t *testing.T) {
 	if float64(far) > 0.1*float64(seeds) {
 		t.Errorf("U > 4·p99 in %d of %d releases", far, seeds)
 	}
+}
+
+// cellsOf returns aggregate j's histogram cells after the value pass of
+// rows under o.
+func cellsOf(t *testing.T, o Options, rows []row, j int) (cells [histogramCells]int, users int) {
+	t.Helper()
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rw := range rows {
+		if err := p.AddValues([]byte(rw.unit), rw.values); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range p.valueStats[j] {
+		cells[valueCell(v)]++
+	}
+	return cells, len(p.valueUsers)
+}
+
+// TestHistogramSensitivity is the property test of the small-table
+// histogram: on random neighbouring databases (one user's rows added, with
+// NULL, NaN, ±Inf, 1e300 and values on both sides of zero, global and
+// GROUP BY), the vector of cells moves by 1 in exactly one cell (ℓ1 = ℓ2 =
+// 1), and the user count of the size test by 1.
+func TestHistogramSensitivity(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	for it := range iterations(2000, 300) {
+		nAggs := 1 + r.IntN(3)
+		o := Defaults()
+		o.Global = it%2 == 0
+		o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
+		for range nAggs {
+			o.Aggregates = append(o.Aggregates, Aggregate{Kind: []Kind{Sum, Avg, VarPop}[r.IntN(3)], AutoBounds: true})
+		}
+		d, withAdded := neighbourDBs(r, r.IntN(40), 5, nAggs, o.Global)
+		for j := range nAggs {
+			a, na := cellsOf(t, o, d, j)
+			b, nb := cellsOf(t, o, withAdded, j)
+			l1 := 0
+			for k := range a {
+				l1 += max(a[k]-b[k], b[k]-a[k])
+			}
+			if l1 != 1 || nb-na != 1 {
+				t.Fatalf("iteration %d, aggregate %d: the cells moved by %d in ℓ1, the users by %d", it, j, l1, nb-na)
+			}
+		}
+	}
+}
+
+// histogramLaw is the exact law of a small-table histogram's outcome for
+// cell counts cells at σ_h = sigma: the probability of each top grid
+// index (−1: no cell passes) and of lower = −U.
+func histogramLaw(cells [histogramCells]int, sigma float64) (top map[int]float64, neg float64) {
+	tau := HistogramZ * sigma
+	pass := func(n int) float64 { return noise.Phi((float64(n) - tau) / sigma) }
+	top = map[int]float64{}
+	none := 1.0 // P(no cell of a grid index above i passes)
+	for i := len(valueGrid) - 1; i >= 0; i-- {
+		q := 1 - (1-pass(cells[i]))*(1-pass(cells[i+len(valueGrid)]))
+		top[i] = none * q
+		none *= 1 - q
+	}
+	top[-1] = none
+	noNeg := 1.0
+	for i := range valueGrid {
+		noNeg *= 1 - pass(cells[i+len(valueGrid)])
+	}
+	return top, 1 - noNeg
+}
+
+// TestHistogramLaw is the statistical test of the small-table choice: over
+// 20,000 seeded histograms of a table whose cells sit near the threshold,
+// the frequency of every outcome (the upper bound, or none, and the sign)
+// is within 4.5 standard errors of histogramLaw's formula.
+func TestHistogramLaw(t *testing.T) {
+	b, err := Calibrate(globalSum())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := b.Bounds
+	sigma := plan.HistogramSigma()
+	tau := HistogramZ * sigma
+	var vals []userValues
+	add := func(i, n int, negative bool) {
+		for range n {
+			vals = append(vals, userValues{maxAbs: valueGrid[i], negative: negative})
+		}
+	}
+	add(5, int(tau+sigma), false) // passes with probability Φ(1)
+	add(12, int(tau), false)      // about ½
+	add(20, int(tau-sigma), true) // Φ(−1), negative
+	add(30, int(tau-2*sigma), false)
+	add(0, 300, false) // always passes: the top is never −1 here
+	var cells [histogramCells]int
+	for _, v := range vals {
+		cells[valueCell(v)]++
+	}
+	law, negP := histogramLaw(cells, sigma)
+	runs := iterations(20000, 4000)
+	rng := securerand.NewSeeded(77)
+	seen := map[int]int{}
+	negs := 0
+	for range runs {
+		tt := &tester{rng: rng, sigma: plan.TestSigma, left: plan.Tests}
+		c := &Chosen{}
+		plan.chooseValuesSmall(tt, [][]userValues{vals}, c, 1)
+		up := -1 // the grid index of U, −1 for none
+		if c.ValueSearch[0] == SearchHistogram {
+			up = slices.Index(valueGrid, c.Bounds[0][1])
+		}
+		seen[up]++
+		if c.Bounds[0][0] < 0 {
+			negs++
+		}
+		if tt.cells != histogramCells {
+			t.Fatalf("%d cells tested, want %d", tt.cells, histogramCells)
+		}
+	}
+	check := func(what string, n int, p float64) {
+		se := math.Sqrt(p * (1 - p) / float64(runs))
+		f := float64(n) / float64(runs)
+		t.Logf("%s: %.4f, formula %.4f", what, f, p)
+		if math.Abs(f-p) > 4.5*se+1e-9 {
+			t.Errorf("%s: frequency %.4f, formula %.4f (standard error %.4f)", what, f, p, se)
+		}
+	}
+	// U = valueGrid[min(top+1, 63)].
+	upLaw := map[int]float64{-1: law[-1]}
+	for i := range valueGrid {
+		upLaw[min(i+1, len(valueGrid)-1)] += law[i]
+	}
+	var falseP float64 // U above every populated cell: an empty cell passed
+	falseN := 0
+	for i := -1; i < len(valueGrid); i++ {
+		if i > 31 {
+			falseP += upLaw[i]
+			falseN += seen[i]
+			continue
+		}
+		if upLaw[i] > 1e-4 || seen[i] > 0 {
+			check(fmt.Sprintf("U index %d", i), seen[i], upLaw[i])
+		}
+	}
+	check("U index above 31 (an empty cell passed)", falseN, falseP)
+	check("lower = −U", negs, negP)
+}
+
+// TestSmallBoundsBudget: the small-table histograms cost exactly the
+// tests they replace (Σ over aggregates of 1/(2σ_h²) = K_s/(2σ_t²)), which
+// the plan counts among its tests, so the charge fixed before any row is
+// read does not move; a release over a small table spends no more tests
+// than planned and its final plan charges what was planned.
+func TestSmallBoundsBudget(t *testing.T) {
+	var rows []row
+	for u := range 400 {
+		for j := range 1 + u%3 {
+			rows = append(rows, row{unit: fmt.Sprintf("u%d", u), key: fmt.Sprintf("k%d", (u+j)%4), values: []Value{Float(float64(u%7) - 1), Float(float64(u % 5)), Float(1)}})
+		}
+	}
+	cases := map[string]func(o *Options){
+		"global SUM":             func(o *Options) { o.Global = true; o.Aggregates = o.Aggregates[:1] },
+		"global SUM, AVG, m set": func(o *Options) { o.Global = true; o.MaxRowsPerGroup = 3; o.Aggregates = o.Aggregates[:2] },
+		"GROUP BY SUM, AVG, VAR": func(o *Options) {},
+		"GROUP BY MEDIAN, Δ0 and m set": func(o *Options) {
+			o.MaxGroupsContributed, o.MaxRowsPerGroup = 4, 2
+			o.Aggregates = []Aggregate{{Kind: Quantile, Quantile: 0.5, AutoBounds: true}}
+		},
+	}
+	for name, edit := range cases {
+		o := Defaults()
+		o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
+		o.Aggregates = []Aggregate{{Kind: Sum, AutoBounds: true}, {Kind: Avg, AutoBounds: true}, {Kind: VarPop, AutoBounds: true}}
+		edit(&o)
+		planned, err := Calibrate(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := planned.Bounds
+		hist := float64(len(b.Values)) / (2 * b.HistogramSigma() * b.HistogramSigma())
+		want := float64(b.smallTests()) / (2 * b.TestSigma * b.TestSigma)
+		if math.Abs(hist-want) > 1e-12*want || 1+b.smallTests() > b.Tests {
+			t.Errorf("%s: histograms' ρ %v, the tests they replace %v; %d of %d tests", name, hist, want, 1+b.smallTests(), b.Tests)
+		}
+		p, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rw := range rows {
+			_ = p.AddValues([]byte(rw.unit), rw.values[:len(o.Aggregates)])
+		}
+		if err := p.ChooseValueBounds(securerand.NewSeeded(5)); err != nil {
+			t.Fatal(err)
+		}
+		for _, rw := range rows {
+			_ = p.Add([]byte(rw.unit), []byte(rw.key), rw.values[:len(o.Aggregates)])
+		}
+		res, err := p.Release(securerand.NewSeeded(6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.tests.small || !p.tests.countsSpent || p.tests.left < 0 {
+			t.Errorf("%s: small %v, histograms %v, %d tests left", name, p.tests.small, p.tests.countsSpent, p.tests.left)
+		}
+		final := p.Plan()
+		if rp, rf := planRho(planned), planRho(final); math.Abs(rp-rf) > 1e-9*rp {
+			t.Errorf("%s: aggregates' ρ planned %v, after the choice %v", name, rp, rf)
+		}
+		t.Logf("%s: %s; histogram σ_h %.1f users (σ_t %.1f), %d of %d tests spent", name, res.Chosen, b.HistogramSigma(), b.TestSigma, b.Tests-p.tests.left, b.Tests)
+	}
+}
+
+// planRho is a plan's ρ: the tests' and the statistics'.
+func planRho(pl *Plan) float64 {
+	s := pl.Bounds.Rho
+	for _, a := range pl.Aggregates {
+		for _, st := range a.Stats {
+			s += st.Rho
+		}
+	}
+	return s
 }
