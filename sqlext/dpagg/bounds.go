@@ -37,9 +37,13 @@ import (
 // Before those, one test "N + Z ≥ MinUsers" (N the users, sensitivity 1)
 // decides whether the table is large enough for the searches to tell bounds
 // apart (MinUsers = 2σ_t/f: the signal f·N of a test is then at least two
-// noise deviations). Below it, Δ0 and m take the data-independent
-// FallbackMaxGroups and FallbackMaxRows (the value bounds are searched all
-// the same: there is no data-independent default for them).
+// noise deviations). It runs first (in the value pass, when clamping bounds
+// are chosen). Below it, Δ0 and m take the data-independent
+// FallbackMaxGroups and FallbackMaxRows without being searched, and each
+// clamping bound comes from a thresholded noisy histogram of the users'
+// largest |value| that spends those searches' budget (smallbounds.go):
+// above the data the binary search's tests pass with probability
+// Φ(f·N/σ_t) only, so it drifted up to 2^53.
 //
 // Privacy. The K tests of a release are Gaussian mechanisms of sensitivity
 // 1 chosen adaptively: K/(2σ_t²)-zCDP together (Bun & Steinke 2016, Prop.

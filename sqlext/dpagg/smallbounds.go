@@ -27,7 +27,9 @@ import (
 // values are searched), each auto-bounded aggregate is bounded by a noisy
 // histogram instead: user u falls in exactly one of the 128 cells
 // (i, s), i the smallest grid index with maxAbs_u ≤ valueGrid[i] (63 beyond
-// the grid) and s whether one of u's values is negative. Every cell gets a
+// the grid; 0 for a user whose values are all NULL or NaN), maxAbs_u the
+// largest |value| over all of u's rows (every key), and s whether one of
+// them is negative: one item per user. Every cell gets a
 // significance test
 //
 //	"c_{i,s} + Z_{i,s} > τ",   Z_{i,s} ~ N(0, σ_h²) independent,   τ = HistogramZ·σ_h,
@@ -48,10 +50,13 @@ import (
 // only its own Z_{i,s}, and sampling it as a Bernoulli of the exact
 // probability has the same joint law). σ_h is set so that 1/(2σ_h²) is
 // what the tests it replaces would cost: per aggregate the search and
-// sign tests (valueSearchTests), and the searches whose outcome the
-// small-table fallback discards anyway — Δ0 (countSearchTests and
-// TopGroupsSlots) and m (countSearchTests and rowsErrorTests) —, shared
-// evenly by the auto-bounded aggregates: with K_s such tests,
+// sign tests (valueSearchTests) and the error refinement of its bound
+// (valueErrorTests, for SUM/AVG/spreads: a histogram's bound is not
+// refined — at this size those tests' noise, C·σ_t, dwarfs a threshold of
+// a few users), and the searches whose outcome the small-table fallback
+// discards anyway — Δ0 (countSearchTests and TopGroupsSlots) and m
+// (countSearchTests and rowsErrorTests) —, shared evenly by the
+// auto-bounded aggregates: with K_s such tests,
 // σ_h = σ_t·√(len(Values)/K_s), and those searches are then skipped. Which
 // branch runs is a function of the size test's outcome, a DP output, and
 // each branch costs at most the planned tests' K_s/(2σ_t²), so by adaptive
