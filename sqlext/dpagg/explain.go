@@ -48,6 +48,7 @@ func (p *Plan) Facts() []explain.Fact {
 	if p.Noise == Gaussian {
 		facts = append(facts, explain.F("aggregates_rho", p.Rho, "zCDP ρ of all aggregates together"))
 	}
+	facts = append(facts, p.gaussianAutoFacts()...) // noiseauto.go
 	for i, a := range p.Aggregates {
 		pre := fmt.Sprintf("aggregate_%d.", i+1)
 		what := string(a.Kind)
