@@ -26,7 +26,9 @@ const (
 	// up by basic composition makes it ON for its tables, where it costs
 	// nothing) lets a release with dp_noise auto whose bounds are chosen
 	// privately take Laplace noise once they are chosen, when that is
-	// narrower (dpagg.Options.NoiseAfterBounds).
+	// narrower (dpagg.Options.NoiseAfterBounds); OFF also makes dp_noise
+	// auto the Gaussian when every bound is set, the smaller zCDP charge
+	// (dpagg.Options.GaussianAuto).
 	VarNoiseAfterBounds = "dp_noise_after_bounds"
 )
 
@@ -90,6 +92,10 @@ func AggregateOptions(p setunion.Options, a AggregateParams, kinds []dpagg.Kind)
 	o.MaxGroupsContributed, o.MaxRowsPerGroup = a.MaxGroups, a.MaxRows
 	o.SelectionShare = a.SelectionShare
 	o.NoiseAfterBounds = a.NoiseAfterBounds
+	// OFF (the zCDP ledger's default) also means noise auto is the
+	// Gaussian with hand-set bounds: at an equal zCDP charge it is the
+	// narrower (dpagg.Options.GaussianAuto).
+	o.GaussianAuto = !a.NoiseAfterBounds
 	noise := strings.ToLower(strings.TrimSpace(a.Noise))
 	if noise != "auto" && noise != "" {
 		n, err := dpagg.ParseNoise(noise)

@@ -37,9 +37,13 @@ import (
 // Before those, one test "N + Z ≥ MinUsers" (N the users, sensitivity 1)
 // decides whether the table is large enough for the searches to tell bounds
 // apart (MinUsers = 2σ_t/f: the signal f·N of a test is then at least two
-// noise deviations). Below it, Δ0 and m take the data-independent
-// FallbackMaxGroups and FallbackMaxRows (the value bounds are searched all
-// the same: there is no data-independent default for them).
+// noise deviations). It runs first (in the value pass, when clamping bounds
+// are chosen). Below it, Δ0 and m take the data-independent
+// FallbackMaxGroups and FallbackMaxRows without being searched, and each
+// clamping bound comes from a thresholded noisy histogram of the users'
+// largest |value| that spends those searches' budget (smallbounds.go):
+// above the data the binary search's tests pass with probability
+// Φ(f·N/σ_t) only, so it drifted up to 2^53.
 //
 // Privacy. The K tests of a release are Gaussian mechanisms of sensitivity
 // 1 chosen adaptively: K/(2σ_t²)-zCDP together (Bun & Steinke 2016, Prop.
@@ -126,6 +130,9 @@ type Chosen struct {
 	// Fallback reports that the table was too small for the searches of
 	// Δ0 and m.
 	Fallback bool `json:"fallback,omitempty"`
+	// ValueSearch names, per aggregate, what chose its bounds: SearchBinary,
+	// SearchHistogram or SearchNone (smallbounds.go); empty if not chosen.
+	ValueSearch []string `json:"value_search,omitempty"`
 
 	final bool // every choice is made: the noise family may be chosen (noisechoice.go)
 }
@@ -227,6 +234,12 @@ type tester struct {
 	rng   *rand.Rand
 	sigma float64
 	left  int
+	// sized: the size test ran (small: it failed); countsSpent: a
+	// small-table histogram spent the budget of the searches of Δ0 and m
+	// (smallbounds.go); cells counts the histograms' cell tests.
+	sized, small, countsSpent bool
+	cells                     int
+	passes                    int // tests run by pass
 }
 
 // pass samples the test "t + Z ≤ 0", Z ~ N(0, σ_t²), exactly. It reads two
@@ -237,6 +250,7 @@ func (t *tester) pass(stat float64) bool {
 		panic("dpagg: more bound tests than planned")
 	}
 	t.left--
+	t.passes++
 	return securerand.BernoulliFixed(t.rng, noise.Phi(-stat/t.sigma))
 }
 
@@ -262,7 +276,17 @@ func countAbove(sorted []int, g int) int { return len(sorted) - sort.SearchInts(
 // users' distinct keys and largest rows per key.
 func (b *BoundsPlan) chooseCounts(t *tester, keys, rows []int, c *Chosen) {
 	users := len(keys)
-	small := !t.pass(b.MinUsers - float64(users)) // "N + Z ≥ MinUsers", sensitivity 1
+	small := t.sizeTest(b, users) // "N + Z ≥ MinUsers", sensitivity 1 (smallbounds.go)
+	c.Fallback = small && (b.Groups || b.Rows)
+	if small && t.countsSpent { // the histograms spent these searches' budget
+		if b.Groups {
+			c.MaxGroupsContributed = FallbackMaxGroups
+		}
+		if b.Rows {
+			c.MaxRowsPerGroup = FallbackMaxRows
+		}
+		return
+	}
 	grid := setunion.MaxItemsGrid()
 	if b.Groups {
 		slices.Sort(keys)
@@ -280,7 +304,6 @@ func (b *BoundsPlan) chooseCounts(t *tester, keys, rows []int, c *Chosen) {
 			c.MaxRowsPerGroup = FallbackMaxRows
 		}
 	}
-	c.Fallback = small && (b.Groups || b.Rows)
 }
 
 // userValues is one user's extremes of one aggregate's values.
@@ -293,6 +316,7 @@ type userValues struct {
 // the users' largest |value| and decides its sign.
 func (b *BoundsPlan) chooseValues(t *tester, users int, vals [][]userValues, c *Chosen, nAggs int) {
 	c.Bounds = make([][2]float64, nAggs)
+	c.ValueSearch = make([]string, nAggs)
 	for j, ai := range b.Values {
 		abs := make([]float64, 0, users)
 		neg := 0
@@ -317,6 +341,7 @@ func (b *BoundsPlan) chooseValues(t *tester, users int, vals [][]userValues, c *
 			lower = 0
 		}
 		c.Bounds[ai] = [2]float64{lower, u}
+		c.ValueSearch[ai] = SearchBinary
 	}
 }
 
@@ -366,7 +391,11 @@ func (p *Pipeline) ChooseValueBounds(rng *rand.Rand) error {
 	b := p.plan.Bounds
 	p.tests = &tester{rng: rng, sigma: b.TestSigma, left: b.Tests}
 	c := &Chosen{}
-	b.chooseValues(p.tests, len(p.valueUsers), p.valueStats, c, len(p.cols))
+	if p.tests.sizeTest(b, len(p.valueUsers)) {
+		b.chooseValuesSmall(p.tests, p.valueStats, c, len(p.cols)) // smallbounds.go
+	} else {
+		b.chooseValues(p.tests, len(p.valueUsers), p.valueStats, c, len(p.cols))
+	}
 	p.valueStats, p.valueUsers = nil, nil
 	p.chosen = c
 	p.cands = valueCandidates(p.opts, c) // errchoice.go
@@ -439,7 +468,7 @@ func (c *Chosen) String() string {
 	}
 	for i, b := range c.Bounds {
 		if b[0] < b[1] {
-			parts = append(parts, fmt.Sprintf("aggregate %d bounds [%g, %g]", i+1, b[0], b[1]))
+			parts = append(parts, fmt.Sprintf("aggregate %d bounds [%g, %g]%s", i+1, b[0], b[1], c.searchNote(i)))
 		}
 	}
 	s := strings.Join(parts, ", ")

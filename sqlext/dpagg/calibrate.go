@@ -20,6 +20,9 @@ type Plan struct {
 	MaxRowsPerGroup      int     `json:"max_rows_per_group"`
 	// Noise is the resolved noise family of the aggregates.
 	Noise Noise `json:"noise"`
+	// GaussianAuto: noise auto resolved to the Gaussian with every bound
+	// set, for a zCDP ledger (Options.GaussianAuto, noiseauto.go).
+	GaussianAuto bool `json:"gaussian_auto,omitempty"`
 	// Selection is the key-selection calibration (its Epsilon and Delta are
 	// the selection's share; Rho is the release threshold).
 	Selection setunion.Calibration `json:"selection"`
@@ -179,10 +182,15 @@ func Calibrate(o Options) (*Plan, error) {
 			auto.NoiseChoice = o.NoiseAfterBounds
 		}
 	}
+	gaussianAuto := auto == nil && o.Noise == NoiseAuto && o.GaussianAuto
+	if gaussianAuto {
+		o.Noise = Gaussian // noiseauto.go
+	}
 	p := &Plan{
 		Epsilon: o.Epsilon, Delta: o.Delta,
 		MaxGroupsContributed: o.MaxGroupsContributed, MaxRowsPerGroup: o.MaxRowsPerGroup,
 		Noise: o.Noise, Global: o.Global, PublicKeys: o.PublicKeys, Bounds: auto,
+		GaussianAuto: gaussianAuto,
 	}
 	if o.Global {
 		p.MaxGroupsContributed = 1

@@ -118,9 +118,10 @@ func TestDrawTraceGlobalChosenBounds(t *testing.T) {
 	}
 }
 
-// TestBoundTestsFixedWords: the noisy tests that choose the bounds draw
-// exactly two words each (securerand.BernoulliFixed), on neighbouring
-// inputs alike — an empty input against the victim alone, and random
+// TestBoundTestsFixedWords: the noisy tests that choose the bounds, and
+// the cells of a small table's histograms (smallbounds.go), draw exactly
+// two words each (securerand.BernoulliFixed), on neighbouring inputs alike
+// — an empty input against the victim alone (the same words), and random
 // neighbouring tables. securerand.Bernoulli read 0 words when the test's
 // probability rounded to 0 or 1 and a second word with probability about
 // p: 295 against 247 words for the global release over nothing and over
@@ -132,7 +133,7 @@ func TestBoundTestsFixedWords(t *testing.T) {
 	o.Global = true
 	o.MaxRowsPerGroup = 0
 	o.Aggregates = []Aggregate{{Kind: Sum, AutoBounds: true}, {Kind: Quantile, Quantile: 0.5, AutoBounds: true}, {Kind: VarPop, AutoBounds: true}, {Kind: Avg, AutoBounds: true}}
-	check := func(name string, o Options, rows []row) {
+	check := func(name string, o Options, rows []row) int {
 		t.Helper()
 		p, err := New(o)
 		if err != nil {
@@ -156,18 +157,21 @@ func TestBoundTestsFixedWords(t *testing.T) {
 		}
 		words := 0
 		for _, s := range src.sites {
-			if strings.Contains(s, "(*tester).pass") {
+			if strings.Contains(s, "(*tester).pass") || strings.Contains(s, "(*tester).cellPasses") {
 				words++
 			}
 		}
-		tests := p.plan.Bounds.Tests - p.tests.left
-		if words != 2*tests {
-			t.Errorf("%s: %d words for %d bound tests, want %d", name, words, tests, 2*tests)
+		tests := p.tests.passes + p.tests.cells
+		if words != 2*tests || p.tests.passes > p.plan.Bounds.Tests-p.tests.left {
+			t.Errorf("%s: %d words for %d bound tests and %d histogram cells, want %d; %d of %d planned tests spent",
+				name, words, p.tests.passes, p.tests.cells, 2*tests, p.plan.Bounds.Tests-p.tests.left, p.plan.Bounds.Tests)
 		}
+		return words
 	}
 	v := victimRows("victim", "", 120, 424242)
-	check("global, empty", o, nil)
-	check("global, the victim alone", o, v)
+	if a, b := check("global, empty", o, nil), check("global, the victim alone", o, v); a != b {
+		t.Errorf("%d words over an empty input, %d over the victim alone", a, b)
+	}
 	keyed := o
 	keyed.Global, keyed.MaxGroupsContributed = false, 0
 	for it := range iterations(12, 4) {

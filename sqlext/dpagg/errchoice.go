@@ -100,7 +100,7 @@ func rowsAggregate(aggs []Aggregate) int {
 func valueCandidates(o Options, c *Chosen) [][]candidate {
 	out := make([][]candidate, len(o.Aggregates))
 	for i, a := range o.Aggregates {
-		if !a.AutoBounds || !errorValueKind(a.Kind) || i >= len(c.Bounds) || !(c.Bounds[i][0] < c.Bounds[i][1]) {
+		if !a.AutoBounds || !errorValueKind(a.Kind) || i >= len(c.Bounds) || !(c.Bounds[i][0] < c.Bounds[i][1]) || !c.refinable(i) {
 			continue
 		}
 		lo, up := c.Bounds[i][0], c.Bounds[i][1]

@@ -48,6 +48,7 @@ func (p *Plan) Facts() []explain.Fact {
 	if p.Noise == Gaussian {
 		facts = append(facts, explain.F("aggregates_rho", p.Rho, "zCDP ρ of all aggregates together"))
 	}
+	facts = append(facts, p.gaussianAutoFacts()...) // noiseauto.go
 	for i, a := range p.Aggregates {
 		pre := fmt.Sprintf("aggregate_%d.", i+1)
 		what := string(a.Kind)
@@ -114,8 +115,9 @@ func (b *BoundsPlan) facts() []explain.Fact {
 		explain.F("bounds.tests", b.Tests, "noisy tests of the choice (binary searches over public grids)"),
 		explain.F("bounds.test_sigma", b.TestSigma, "σ of each test's Gaussian noise, in users"),
 		explain.F("bounds.truncate", b.Truncate, "each chosen bound truncates about this share of the users"),
-		explain.F("bounds.min_users", b.MinUsers, fmt.Sprintf("below about this many users, max_groups_contributed = %d and max_rows_per_group = %d instead (the tests cannot tell bounds apart)", FallbackMaxGroups, FallbackMaxRows)),
+		explain.F("bounds.min_users", b.MinUsers, fmt.Sprintf("below about this many users, max_groups_contributed = %d and max_rows_per_group = %d instead and the clamping bounds come from a noisy histogram (the tests cannot tell bounds apart)", FallbackMaxGroups, FallbackMaxRows)),
 	}
+	out = append(out, b.valueSearchFacts()...) // smallbounds.go
 	if b.AggregateGroups {
 		out = append(out, explain.F("bounds.aggregate_groups", fmt.Sprintf("each user's keys with the most rows, how many chosen by a noisy minimum of the expected error (%d of the tests)", TopGroupsSlots),
 			"the aggregates bound users apart from key selection, which keeps its uniform sample of max_groups_contributed keys (docs/privacy.md §21)"))

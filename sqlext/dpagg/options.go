@@ -162,6 +162,12 @@ type Options struct {
 	// ρ_t + max(ρ_s, Σ_i ε_L,i²/2) (about 5× a Gaussian release's ρ at
 	// ε = 1, half of what the same release with hand-set bounds costs).
 	NoiseAfterBounds bool `json:"noise_after_bounds,omitempty"`
+	// GaussianAuto resolves noise auto to the Gaussian also when every
+	// bound is set (noiseauto.go): at an equal zCDP charge the Gaussian is
+	// the narrower, which is what a zCDP ledger spends. Off in Defaults
+	// (the family narrowest for the release's own (ε, δ)); dpvars sets it
+	// when dp_noise_after_bounds is OFF, the zCDP ledger's default.
+	GaussianAuto bool `json:"gaussian_auto,omitempty"`
 
 	chosen *Chosen // the privately chosen bounds, for the release's real plan
 }
