@@ -1,7 +1,6 @@
 package setunion
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"math/bits"
@@ -158,21 +157,39 @@ func addRange[E uint32 | uint64](W []float64, ids []E, shift uint, exclude []uin
 	}
 }
 
-// addSorted adds w to W[i] for the ids i in [lo, hi) not excluded, for ids
-// strictly ascending: it reads only the ids in the range, found by binary
-// search.
-func addSorted[E uint32 | uint64](W []float64, ids []E, shift uint, exclude []uint64, w float64, lo, hi uint32) {
-	a, _ := slices.BinarySearchFunc(ids, lo, func(e E, t uint32) int { return cmp.Compare(idOf(e, shift), t) })
-	b, _ := slices.BinarySearchFunc(ids[a:], hi, func(e E, t uint32) int { return cmp.Compare(idOf(e, shift), t) })
-	ids = ids[a : a+b]
-	if exclude == nil {
-		for _, e := range ids {
-			W[idOf(e, shift)] += w
-		}
-		return
+// addSortedIDs adds w to W[i] for the ids i in [lo, hi) not excluded, for
+// ids strictly ascending: it reads only the ids in the range, found by
+// binary search (none at an end of the item ids, 0 or all).
+func addSortedIDs(W []float64, ids []uint32, exclude []uint64, w float64, lo, hi uint32, all bool) {
+	if lo > 0 {
+		k, _ := slices.BinarySearch(ids, lo)
+		ids = ids[k:]
 	}
-	for _, e := range ids {
-		if i := idOf(e, shift); !excluded(exclude, i) {
+	if !all {
+		k, _ := slices.BinarySearch(ids, hi)
+		ids = ids[:k]
+	}
+	for _, i := range ids {
+		if !excluded(exclude, i) {
+			W[i] += w
+		}
+	}
+}
+
+// addSortedEntries is addSortedIDs for list entries (item id in the high
+// 32 bits, a count ≥ 1 in the low ones), which are then ascending as
+// numbers too: the first entry of an item ≥ t is the first entry ≥ t<<32.
+func addSortedEntries(W []float64, entries []uint64, exclude []uint64, w float64, lo, hi uint32, all bool) {
+	if lo > 0 {
+		k, _ := slices.BinarySearch(entries, uint64(lo)<<32)
+		entries = entries[k:]
+	}
+	if !all {
+		k, _ := slices.BinarySearch(entries, uint64(hi)<<32)
+		entries = entries[:k]
+	}
+	for _, e := range entries {
+		if i := uint32(e >> 32); !excluded(exclude, i) {
 			W[i] += w
 		}
 	}
@@ -259,6 +276,7 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 		if lo == hi {
 			return
 		}
+		all := int(hi) == len(h.W) // the last range: no upper search
 		for k, u := range order {
 			if k%checkUsers == 0 && ctx.Err() != nil {
 				return
@@ -272,8 +290,8 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 				continue
 			}
 			ids, entries := src.raw(u)
-			addSorted(h.W, ids, 0, exclude, w, lo, hi)
-			addSorted(h.W, entries, 32, exclude, w, lo, hi)
+			addSortedIDs(h.W, ids, exclude, w, lo, hi, all)
+			addSortedEntries(h.W, entries, exclude, w, lo, hi, all)
 		}
 	})
 }
