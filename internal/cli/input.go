@@ -69,6 +69,16 @@ func (in *InputFlags) Validate() error {
 	return nil
 }
 
+// format returns the input's format: --format, else guessed from the
+// file name.
+func (in *InputFlags) format() tabfile.Format {
+	if in.Format != "" {
+		f, _ := tabfile.ParseFormat(in.Format) // Validate checked it
+		return f
+	}
+	return tabfile.FormatOf(in.Input)
+}
+
 // Text reports whether the value column is text to tokenise.
 func (in *InputFlags) Text() bool { return in.TextColumn > 0 }
 
@@ -76,11 +86,7 @@ func (in *InputFlags) Text() bool { return in.TextColumn > 0 }
 // (the item or the text); the slices are valid only during the call. While it
 // runs longer than two seconds it reports progress to progress (if non-nil).
 func (in *InputFlags) Rows(progressW io.Writer, fn func(user, value []byte)) (int64, error) {
-	format := tabfile.FormatOf(in.Input)
-	if in.Format != "" {
-		format, _ = tabfile.ParseFormat(in.Format)
-	}
-	r, err := tabfile.Open(in.Input, format)
+	r, err := tabfile.Open(in.Input, in.format())
 	if err != nil {
 		return 0, err
 	}
@@ -119,31 +125,29 @@ func (in *InputFlags) Rows(progressW io.Writer, fn func(user, value []byte)) (in
 	}
 }
 
-// RowBlock holds the (privacy unit, value) fields of consecutive rows,
-// copied out of the reader so that another goroutine can work on them.
+// RowBlock holds the (privacy unit, value) fields of consecutive rows, for
+// another goroutine to work on: the lines of a TSV file as read, or the
+// fields copied out of a CSV reader.
 type RowBlock struct {
-	data []byte
-	ends []int // row i's user is data[ends[2i−1]:ends[2i]], its value data[ends[2i]:ends[2i+1]]
+	data  []byte
+	spans []int // row i's user is data[spans[4i]:spans[4i+1]], its value data[spans[4i+2]:spans[4i+3]]
 }
 
 // Len returns the number of rows in the block.
-func (b *RowBlock) Len() int { return len(b.ends) / 2 }
+func (b *RowBlock) Len() int { return len(b.spans) / 4 }
 
 // Row returns row i's privacy unit and value.
 func (b *RowBlock) Row(i int) (user, value []byte) {
-	start := 0
-	if i > 0 {
-		start = b.ends[2*i-1]
-	}
-	mid, end := b.ends[2*i], b.ends[2*i+1]
-	return b.data[start:mid:mid], b.data[mid:end:end]
+	s := b.spans[4*i : 4*i+4 : 4*i+4]
+	return b.data[s[0]:s[1]:s[1]], b.data[s[2]:s[3]:s[3]]
 }
 
 func (b *RowBlock) add(user, value []byte) {
+	u := len(b.data)
 	b.data = append(b.data, user...)
-	b.ends = append(b.ends, len(b.data))
+	v := len(b.data)
 	b.data = append(b.data, value...)
-	b.ends = append(b.ends, len(b.data))
+	b.spans = append(b.spans, u, v, v, len(b.data))
 }
 
 // blockBytes is the size of the blocks of rows that RowsParallel hands to
@@ -164,9 +168,16 @@ const jobsAhead = 3
 // merge has returned and must reset it. Reading, working and merging overlap;
 // at most workers + 3 blocks and states are in memory at once. After a read
 // error, the blocks before it are still merged, then the error is returned.
+//
+// A TSV file is read as bytes on the calling goroutine's helper and split
+// into rows by the workers (tsvblocks.go), so that the reading goroutine
+// only decompresses; other formats are split as they are read.
 func RowsParallel[S any](in *InputFlags, progressW io.Writer, workers int, newState func() S, work func(*RowBlock, S), merge func(S)) (int64, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	if in.format() == tabfile.TSV {
+		return rowsParallelTSV(in, progressW, workers, newState, work, merge)
 	}
 	type job struct {
 		block RowBlock
@@ -203,7 +214,7 @@ func RowsParallel[S any](in *InputFlags, progressW io.Writer, workers int, newSt
 				if cur.block.data == nil {
 					cur.block.data = make([]byte, 0, blockBytes+blockBytes/8)
 				}
-				cur.block.data, cur.block.ends = cur.block.data[:0], cur.block.ends[:0]
+				cur.block.data, cur.block.spans = cur.block.data[:0], cur.block.spans[:0]
 			}
 			cur.block.add(user, value)
 			if len(cur.block.data) >= blockBytes {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -19,9 +20,14 @@ import (
 // Floating-point addition is not associative, so to give the same bits as
 // one goroutine (and so the same seeded release), the sum of each item must
 // be taken in that order: the goroutines split the items, not the users.
-// Goroutine j of P (a power of two) owns the items whose block of 8 ids
-// (one 64-byte cache line of H) is j modulo P; each reads every user's list
-// in order and adds to its own items only. The random part of a round, the
+// Goroutine j of P owns a contiguous range of item ids (its ends multiples
+// of 8, so no two goroutines write one 64-byte cache line of H), chosen so
+// that the ranges hold about as many pairs each, and reads every user in
+// order. Every list is strictly ascending by item id (the builder's lists
+// after Group, and prepared input, which Prepare checks), so a goroutine
+// finds the part of a user's list in its range by binary search and reads
+// only that part: each pair is read once in all, not once per goroutine,
+// and no branch asks whose item it is. The random part of a round, the
 // uniform sample of the users with more than Δ0 items, is drawn before, on
 // one goroutine, in the users' order and with the same calls, so the rng is
 // consumed exactly as by Histogram.Update over the users one by one.
@@ -58,9 +64,10 @@ func additiveWeight(m Mechanism, n int) float64 {
 // inputs with at least 2^18 (user, item) pairs on up to n goroutines (the
 // largest power of two not above n). The release is the same bit for bit
 // for every n. It is for a process that runs one release at a time, such as
-// `dpsql union`: the goroutines read every user's list each, so the sum
-// takes less wall time but more CPU, which a server running releases on
-// every core at once should not pay. The default is one goroutine.
+// `dpsql union`: each pair is still read once, but every goroutine walks
+// all the users (a binary search in each list), so the sum takes less wall
+// time for a little more CPU, which a server running releases on every core
+// at once need not pay. The default is one goroutine.
 func (b *Builder) SetHistogramWorkers(n int) { b.histWorkers = n }
 
 // histogramWorkers returns how many goroutines sum an additive histogram of
@@ -87,6 +94,14 @@ func (l userLists) raw(u uint32) ([]uint32, []uint64) {
 		return l.flat.ids[l.flat.off[u]:l.flat.off[u+1]], nil
 	}
 	return nil, l.lists[u]
+}
+
+// flatUsers returns the number of users of flat input, 0 for lists.
+func (l userLists) flatUsers() int {
+	if l.flat == nil {
+		return 0
+	}
+	return len(l.flat.off) - 1
 }
 
 // pairs returns the number of (user, item) pairs.
@@ -132,14 +147,87 @@ func appendLeft[E uint32 | uint64](dst []uint32, ids []E, shift uint, exclude []
 	return dst
 }
 
-// addOwn adds w to W[i] for the ids i not excluded whose block of 8 is own
-// modulo mask+1.
-func addOwn[E uint32 | uint64](W []float64, ids []E, shift uint, exclude []uint64, w float64, mask, own uint32) {
+// addRange adds w to W[i] for the ids i in [lo, hi) not excluded; ids may
+// be in any order.
+func addRange[E uint32 | uint64](W []float64, ids []E, shift uint, exclude []uint64, w float64, lo, hi uint32) {
 	for _, e := range ids {
-		if i := idOf(e, shift); (i>>3)&mask == own && !excluded(exclude, i) {
+		if i := idOf(e, shift); i-lo < hi-lo && !excluded(exclude, i) {
 			W[i] += w
 		}
 	}
+}
+
+// addSortedIDs adds w to W[i] for the ids i in [lo, hi) not excluded, for
+// ids strictly ascending: it reads only the ids in the range, found by
+// binary search (none at an end of the item ids, 0 or all).
+func addSortedIDs(W []float64, ids []uint32, exclude []uint64, w float64, lo, hi uint32, all bool) {
+	if lo > 0 {
+		k, _ := slices.BinarySearch(ids, lo)
+		ids = ids[k:]
+	}
+	if !all {
+		k, _ := slices.BinarySearch(ids, hi)
+		ids = ids[:k]
+	}
+	for _, i := range ids {
+		if !excluded(exclude, i) {
+			W[i] += w
+		}
+	}
+}
+
+// addSortedEntries is addSortedIDs for list entries (item id in the high
+// 32 bits, a count ≥ 1 in the low ones), which are then ascending as
+// numbers too: the first entry of an item ≥ t is the first entry ≥ t<<32.
+func addSortedEntries(W []float64, entries []uint64, exclude []uint64, w float64, lo, hi uint32, all bool) {
+	if lo > 0 {
+		k, _ := slices.BinarySearch(entries, uint64(lo)<<32)
+		entries = entries[k:]
+	}
+	if !all {
+		k, _ := slices.BinarySearch(entries, uint64(hi)<<32)
+		entries = entries[:k]
+	}
+	for _, e := range entries {
+		if i := uint32(e >> 32); !excluded(exclude, i) {
+			W[i] += w
+		}
+	}
+}
+
+// itemRanges splits the item ids 0..items−1 into workers contiguous ranges,
+// bounds[j] to bounds[j+1], with about as many pairs each, estimated from
+// every 16th user's list; inner bounds are multiples of 8 (one cache line
+// of H). The split only balances the goroutines' work: any split gives the
+// same sums.
+func itemRanges(src userLists, users, items, workers int) []uint32 {
+	blocks := (items + 7) / 8
+	per := make([]int, blocks)
+	total := 0
+	for u := 0; u < users; u += 16 {
+		ids, entries := src.raw(uint32(u))
+		for _, i := range ids {
+			per[i>>3]++
+		}
+		for _, e := range entries {
+			per[e>>35]++
+		}
+		total += len(ids) + len(entries)
+	}
+	bounds := make([]uint32, workers+1)
+	bounds[workers] = uint32(items)
+	j, sum := 1, 0
+	for blk, c := range per {
+		for j < workers && sum >= total*j/workers {
+			bounds[j] = uint32(8 * blk)
+			j++
+		}
+		sum += c
+	}
+	for ; j < workers; j++ {
+		bounds[j] = uint32(items)
+	}
+	return bounds
 }
 
 // parallelAdditive builds h (an additive rule, empty) over users in order
@@ -180,11 +268,15 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 		samples = append(samples, securerand.SampleInPlace(rng, buf, bound)...)
 		n[k] = int32(bound)
 	}
-	// 3. The sums, each goroutine over its own items and every user in
-	// order.
-	mask := uint32(workers - 1)
+	// 3. The sums, each goroutine over its own range of items and every
+	// user in order.
+	bounds := itemRanges(src, len(src.lists)+src.flatUsers(), len(h.W), workers)
 	return forChunks(ctx, workers, workers, func(j, _ int) {
-		own := uint32(j)
+		lo, hi := bounds[j], bounds[j+1]
+		if lo == hi {
+			return
+		}
+		all := int(hi) == len(h.W) // the last range: no upper search
 		for k, u := range order {
 			if k%checkUsers == 0 && ctx.Err() != nil {
 				return
@@ -194,12 +286,12 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 			}
 			w := additiveWeight(h.rule, int(n[k]))
 			if at, ok := sampledAt[k]; ok {
-				addOwn(h.W, samples[at:at+bound], 0, nil, w, mask, own)
+				addRange(h.W, samples[at:at+bound], 0, nil, w, lo, hi)
 				continue
 			}
 			ids, entries := src.raw(u)
-			addOwn(h.W, ids, 0, exclude, w, mask, own)
-			addOwn(h.W, entries, 32, exclude, w, mask, own)
+			addSortedIDs(h.W, ids, exclude, w, lo, hi, all)
+			addSortedEntries(h.W, entries, exclude, w, lo, hi, all)
 		}
 	})
 }

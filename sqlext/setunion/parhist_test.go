@@ -1,6 +1,7 @@
 package setunion
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -38,6 +39,14 @@ func TestParallelHistogramSameBits(t *testing.T) {
 		src := userLists{lists: b.lists}
 		if b.prep != nil {
 			src = userLists{flat: b.prep.flat()}
+		}
+		// parallelAdditive reads a user's items in a range by binary
+		// search: every list must be strictly ascending by item.
+		for u := range b.numUsers() {
+			ids, entries := src.raw(uint32(u))
+			if !slices.IsSortedFunc(entries, func(x, y uint64) int { return cmp.Compare(x>>32, y>>32) }) || !slices.IsSorted(ids) {
+				t.Fatalf("%s: user %d's list is not ascending by item", name, u)
+			}
 		}
 		if src.pairs() < parallelHistogramMin {
 			t.Fatalf("%s: %d pairs, below the parallel threshold", name, src.pairs())
