@@ -1,6 +1,7 @@
 package gmsfix
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 
@@ -31,6 +32,25 @@ var preSizes = map[reflect.Type]sizeFunc{
 	reflect.TypeFor[*function.Replace](): replaceSize,
 	reflect.TypeFor[*function.Concat]():  concatSize,
 }
+
+// RowBudget is implemented by a session that bounds the work of one row
+// (sealed evaluation of a private release): RowBudget returns the bytes a
+// function of preSizes may still build in the current row, and whether the
+// bound applies. Guarded checks a result's size against it before building
+// the result, and returns ErrRowBudget instead of allocating beyond it.
+type RowBudget interface {
+	RowBudget() (left int, on bool)
+}
+
+// ErrRowBudget is the error of a function of preSizes whose result would
+// exceed the row's work budget (RowBudget); the sealed evaluator skips the
+// row.
+var ErrRowBudget = errors.New("the result would exceed the row's work budget")
+
+// PreSized reports whether Guarded sizes fn's result before building it
+// (REPEAT, SPACE, LPAD, RPAD, REPLACE, CONCAT): the functions whose result
+// can be much larger than their arguments.
+func PreSized(fn sql.Expression) bool { return preSizes[reflect.TypeOf(fn)] != nil }
 
 // sizeFunc returns an upper bound, in bytes, of a function's result for
 // non-NULL argument values, and false when the values do not convert (the
