@@ -122,10 +122,13 @@ func startWork(t testing.TB, users int, withVictim bool) *workDeployment {
 // included; otherwise the victim contributes and the difference of the
 // draws, the residual of docs/privacy.md §12 (work that grows with the
 // input), is logged.
+// args, when set, are bound to the last statement as a server-side
+// prepared statement (the binary protocol).
 type workAttack struct {
 	name   string
 	user   string
 	stmts  []string
+	args   []any
 	masked bool
 	same   bool
 }
@@ -231,7 +234,7 @@ func workAttacks() []workAttack {
 	add(true, "reuse/second_is_reused", "SET dp_reuse = ON", "SELECT note, COUNT(*), SUM(n) FROM people WHERE note <> 'x' GROUP BY note", "SELECT note, COUNT(*), SUM(n) FROM people WHERE note <> 'x' GROUP BY note")
 	out = append(out, workAttack{name: "error/budget_exhausted", user: "poor", stmts: append(append([]string(nil), pre...),
 		"SELECT note, COUNT(*), SUM(n) FROM people WHERE note = 'vk07' GROUP BY note"), same: true})
-	return out
+	return append(out, moreWorkAttacks(pre, castV)...)
 }
 
 // workObservation is what a client reads of an attack, and the work the
@@ -268,7 +271,11 @@ func runWork(t testing.TB, d *workDeployment, a workAttack) workObservation {
 	runtime.ReadMemStats(&m0)
 	draws, paths := d.draws.Load(), d.g.PathsTaken()
 	for i, q := range a.stmts {
-		rows, err := readAll(ctx, conn, q)
+		var args []any
+		if i == len(a.stmts)-1 {
+			args = a.args
+		}
+		rows, err := readAll(ctx, conn, q, args...)
 		if i < len(a.stmts)-1 {
 			if err != nil && !strings.HasPrefix(a.name, "error/") {
 				w.obs.PrepareErr += fmt.Sprintf("[%d] %s; ", i, testmysql.ErrText(err))
@@ -292,6 +299,10 @@ func runWork(t testing.TB, d *workDeployment, a workAttack) workObservation {
 	}
 	if wc, err := readAll(ctx, conn, "SELECT @@warning_count"); err == nil && len(wc) == 1 {
 		w.obs.WarnCount = wc[0][0]
+	}
+	var err error
+	if w.obs.State, err = readAll(ctx, conn, "SELECT LAST_INSERT_ID(), FOUND_ROWS(), ROW_COUNT(), @x, @y, @@session.sql_mode"); err != nil {
+		w.obs.StateErr = testmysql.ErrText(err)
 	}
 	w.obs.Budget, _ = readAll(ctx, conn, "SELECT database_name, spent_epsilon, spent_delta, releases FROM DP_BUDGET()")
 	var one int

@@ -85,3 +85,26 @@ func (p *Program) rowBudget(s sql.Row) int {
 	}
 	return min(limit, b+rowWorkPerByte*n)
 }
+
+// fold returns a constant subexpression as the literal of its value,
+// computed once in the sealed session, so that every row reads the same
+// value and none computes it: left in its unit, a constant call in a branch
+// that only some rows select (IF(email = 'victim@…', LPAD('x', 16000,
+// 'x'), ”)) was computed on those rows only, while the work model charged
+// its size to every row alike. Arithmetic and structural nodes are left as
+// they are (go-mysql-server derives a division's scale from the shape of
+// the arithmetic tree; an INTERVAL or a tuple is no value), and so is a
+// constant whose evaluation fails (checkConstants refuses the statement).
+func (c *compiler) fold(e sql.Expression) sql.Expression {
+	if _, ok := e.(*expression.Literal); ok {
+		return e
+	}
+	if r := ruleOf(e); r == nil || r.arith || r.structural {
+		return e
+	}
+	v, err := safeEval(c.sealedContext(), e, nil)
+	if err != nil {
+		return e
+	}
+	return expression.NewLiteral(v, e.Type())
+}

@@ -117,3 +117,29 @@ func TestRowBudgetLongRows(t *testing.T) {
 		t.Errorf("budget of a one-byte row %d, want %d", a, want)
 	}
 }
+
+// TestConstantInBranchComputedOnce: a constant call in a branch that only
+// the victim's rows select (IF(s = 'victim', LPAD('x', 16000, 'x'), ”)) is
+// computed once, at compile time, not on the rows that select it: the
+// work model charges its size to every row, so computing it on some rows
+// only was work beyond the model (33 KB allocated per victim row, none
+// per other row, before the fold).
+func TestConstantInBranchComputedOnce(t *testing.T) {
+	ctx := newParent(t)
+	isVictim := expression.NewEquals(col("s"), str("victim"))
+	big := fn(t, "lpad", str("x"), lit(int64(16000), types.Int64), str("x"))
+	p := compile(t, ctx, expression.NewIsNull(fn(t, "if", isVictim, big, str(""))))
+	ev := p.NewEvaluator(ctx)
+	other, _ := allocPerRow(ev, sql.Row{"someone", nil, nil, nil, nil}, 200)
+	victim, kept := allocPerRow(ev, sql.Row{"victim", nil, nil, nil, nil}, 200)
+	if !kept {
+		t.Fatal("the victim's row was skipped")
+	}
+	if v, ok := ev.Value(0); !ok || v != false {
+		t.Errorf("value %v, %v: want false", v, ok)
+	}
+	t.Logf("allocated per row: ordinary %d B, victim %d B", other, victim)
+	if victim > other+1024 {
+		t.Errorf("the victim's row allocated %d B, an ordinary row %d B: the constant was computed per row", victim, other)
+	}
+}

@@ -457,7 +457,7 @@ func (c *compiler) inner(e sql.Expression, reads map[int]bool, top bool) sql.Exp
 		return e
 	}
 	if isConstant(e) {
-		return e
+		return c.fold(e)
 	}
 	r := ruleOf(e)
 	if !top && !r.structural && !r.arith {
