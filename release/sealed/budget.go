@@ -22,9 +22,9 @@ import (
 // §30, residual 3). With B(r), the work of a row is at most a public
 // constant plus a public multiple of the row's own size, which the scan
 // reads anyway; an expression may still spend its budget on some rows and
-// not on others, but the budget is 64 times smaller than MaxRowWork on a
+// not on others, but the budget is 45 times smaller than MaxRowWork on a
 // row of about 100 bytes. Calls whose result can be much larger than their
-// arguments (REPEAT, SPACE, LPAD, RPAD, REPLACE, CONCAT) compare their
+// arguments (LPAD, RPAD, REPLACE: the guarded ones gmsfix sizes) compare their
 // result's size with what is left of B(r) before building it (their growth
 // beyond the bytes they read counts as work), so no such value beyond the
 // budget is ever allocated.
