@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
@@ -109,6 +110,34 @@ func padSize(ctx *sql.Context, vals []any) (uint64, bool) {
 		return 0, false
 	}
 	return mulSat(uint64(n), 4), true
+}
+
+// tightSizes are closer bounds than preSizes' where those take the widest
+// character, for the row budget's check (RowBudget) only: the value limit
+// keeps preSizes' bound, on which MySQL-compatible NULLs depend.
+var tightSizes = map[reflect.Type]sizeFunc{
+	reflect.TypeFor[*function.Pad](): padSizeTight,
+}
+
+// padSizeTight: the result has len characters, each one of str's or pad's,
+// so at most len times the widest of their characters in bytes.
+func padSizeTight(ctx *sql.Context, vals []any) (uint64, bool) {
+	n, ok := count(ctx, vals[1])
+	if !ok || n < 0 {
+		return 0, false
+	}
+	width := uint64(1)
+	for _, v := range []any{vals[0], vals[2]} {
+		s, _, err := types.LongText.Convert(ctx, v)
+		if err != nil {
+			return 0, false
+		}
+		str, _ := s.(string)
+		for _, r := range str {
+			width = max(width, uint64(utf8.RuneLen(r)))
+		}
+	}
+	return mulSat(uint64(n), width), true
 }
 
 // replaceSize: len(str) + occurrences × (len(to) − len(from)), exactly.

