@@ -32,7 +32,7 @@ func moreWorkAttacks(pre []string, castV string) []workAttack {
 	add(true, true, "more/public_keys_empty_side_bounds_set", append(bounds, "SELECT l.k, COUNT(p.n), SUM(p.n), AVG(p.n), "+spreads+" "+victimSide)...)
 	add(true, true, "more/public_keys_empty_side_chosen_bounds", "SELECT l.k, COUNT(p.n), SUM(p.n), "+spreads+" "+victimSide)
 	// Quantiles and spreads over the public key only the victim holds.
-	add(true, true, "more/public_keys_victim_key_spreads", append(bounds, "SELECT l.k, "+spreads+" FROM lookup l LEFT JOIN people p ON p.note = l.k AND l.k = 'vk07' GROUP BY l.k")...)
+	add(true, true, "more/public_keys_victim_key_spreads", append(bounds, "SELECT l.k, "+spreads+" FROM lookup l LEFT JOIN people p ON p.note = l.k WHERE l.k = 'vk07' GROUP BY l.k")...)
 	// Intervals: global over the victim's key, grouped with the victim
 	// filtered out.
 	intervals := "COUNT(*), DP_INTERVAL_LOW(COUNT(*)), DP_INTERVAL_HIGH(COUNT(*)), SUM(n), DP_INTERVAL_LOW(SUM(n)), DP_INTERVAL_HIGH(AVG(n)), MEDIAN(n), DP_INTERVAL_LOW(MEDIAN(n))"
@@ -77,6 +77,7 @@ func moreWorkAttacks(pre []string, castV string) []workAttack {
 	// last rows are the victim's: the same error, charge and connection.
 	add(false, true, "error/stopped_by_max_execution_time", "SET max_execution_time = 1",
 		"SELECT note, COUNT(*) FROM people WHERE LENGTH(HEX(HEX(HEX(HEX(secret))))) > 0 AND "+castV+" GROUP BY note")
+	out[len(out)-1].timed = true
 	// Memory: a GROUP BY key that only the victim's rows make huge (48,000
 	// bytes, under the 64 KiB value limit): beyond the row's work budget,
 	// so the rows are skipped as rows that fail are (docs/privacy.md, the

@@ -131,6 +131,11 @@ type workAttack struct {
 	args   []any
 	masked bool
 	same   bool
+	// timed: the last statement is stopped by max_execution_time, a
+	// clock: the limit is lifted before the observations, and only the
+	// error, the connection and the ledger are compared (where the clock
+	// stops it — before the scan or in it — is not the data's).
+	timed bool
 }
 
 // workAttacks are the attacks, one per release path of the brief.
@@ -288,6 +293,11 @@ func runWork(t testing.TB, d *workDeployment, a workAttack) workObservation {
 		}
 	}
 	runtime.ReadMemStats(&m1)
+	if a.timed {
+		if _, err := readAll(ctx, conn, "SET max_execution_time = 0"); err != nil {
+			w.obs.PrepareErr += "lifting max_execution_time: " + testmysql.ErrText(err)
+		}
+	}
 	w.draws = d.draws.Load() - draws
 	w.paths = fmt.Sprintf("%+v", subPaths(d.g.PathsTaken(), paths))
 	w.mallocs, w.bytes = m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc
@@ -327,9 +337,16 @@ func TestWorkIsolation(t *testing.T) {
 			if a.masked {
 				o0, o1 = maskNumbers(o0), maskNumbers(o1)
 			}
+			if a.timed {
+				o0, o1 = observation{Err: o0.Err, Alive: o0.Alive, Budget: o0.Budget}, observation{Err: o1.Err, Alive: o1.Alive, Budget: o1.Budget}
+				w[1].paths = w[0].paths
+			}
 			compareObservations(t, o0, o1)
 			if o0.PrepareErr != "" {
 				t.Errorf("setting up the session failed: %s", o0.PrepareErr)
+			}
+			if o0.Err != "" && !strings.HasPrefix(a.name, "refused/") && !strings.HasPrefix(a.name, "error/") {
+				t.Errorf("the attack was refused in both deployments (name it refused/ if it must be): %s", o0.Err)
 			}
 			if a.same && w[0].draws != w[1].draws {
 				t.Errorf("random words drawn: without the victim %d, with %d", w[0].draws, w[1].draws)
