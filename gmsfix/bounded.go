@@ -1,8 +1,10 @@
 package gmsfix
 
 import (
+	"errors"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression/function"
@@ -31,6 +33,25 @@ var preSizes = map[reflect.Type]sizeFunc{
 	reflect.TypeFor[*function.Replace](): replaceSize,
 	reflect.TypeFor[*function.Concat]():  concatSize,
 }
+
+// RowBudget is implemented by a session that bounds the work of one row
+// (sealed evaluation of a private release): RowBudget returns the bytes a
+// function of preSizes may still build in the current row, and whether the
+// bound applies. Guarded checks a result's size against it before building
+// the result, and returns ErrRowBudget instead of allocating beyond it.
+type RowBudget interface {
+	RowBudget() (left int, on bool)
+}
+
+// ErrRowBudget is the error of a function of preSizes whose result would
+// exceed the row's work budget (RowBudget); the sealed evaluator skips the
+// row.
+var ErrRowBudget = errors.New("the result would exceed the row's work budget")
+
+// PreSized reports whether Guarded sizes fn's result before building it
+// (REPEAT, SPACE, LPAD, RPAD, REPLACE, CONCAT): the functions whose result
+// can be much larger than their arguments.
+func PreSized(fn sql.Expression) bool { return preSizes[reflect.TypeOf(fn)] != nil }
 
 // sizeFunc returns an upper bound, in bytes, of a function's result for
 // non-NULL argument values, and false when the values do not convert (the
@@ -89,6 +110,34 @@ func padSize(ctx *sql.Context, vals []any) (uint64, bool) {
 		return 0, false
 	}
 	return mulSat(uint64(n), 4), true
+}
+
+// tightSizes are closer bounds than preSizes' where those take the widest
+// character, for the row budget's check (RowBudget) only: the value limit
+// keeps preSizes' bound, on which MySQL-compatible NULLs depend.
+var tightSizes = map[reflect.Type]sizeFunc{
+	reflect.TypeFor[*function.Pad](): padSizeTight,
+}
+
+// padSizeTight: the result has len characters, each one of str's or pad's,
+// so at most len times the widest of their characters in bytes.
+func padSizeTight(ctx *sql.Context, vals []any) (uint64, bool) {
+	n, ok := count(ctx, vals[1])
+	if !ok || n < 0 {
+		return 0, false
+	}
+	width := uint64(1)
+	for _, v := range []any{vals[0], vals[2]} {
+		s, _, err := types.LongText.Convert(ctx, v)
+		if err != nil {
+			return 0, false
+		}
+		str, _ := s.(string)
+		for _, r := range str {
+			width = max(width, uint64(utf8.RuneLen(r)))
+		}
+	}
+	return mulSat(uint64(n), width), true
 }
 
 // replaceSize: len(str) + occurrences × (len(to) − len(from)), exactly.

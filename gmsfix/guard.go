@@ -118,9 +118,20 @@ func (g *Guarded) evalSized(ctx *sql.Context, row sql.Row, size sizeFunc) (any, 
 		vals[i] = v
 		lits[i] = expression.NewLiteral(v, a.Type())
 	}
-	if n, ok := size(ctx, vals); ok && n > uint64(g.Max) {
+	n, ok := size(ctx, vals)
+	if ok && n > uint64(g.Max) {
 		ctx.Warn(ERWarnAllowedPacketOverflowed, "Result of %s() was larger than max_allowed_packet (%d) - truncated", g.FunctionName(), g.Max)
 		return nil, nil
+	}
+	if b, metered := ctx.Session.(RowBudget); metered && ok {
+		if left, on := b.RowBudget(); on {
+			if tight := tightSizes[reflect.TypeOf(g.Fn)]; tight != nil {
+				n, ok = tight(ctx, vals)
+			}
+			if ok && n > uint64(max(left, 0)) {
+				return nil, ErrRowBudget
+			}
+		}
 	}
 	fn, err := g.Fn.WithChildren(lits...)
 	if err != nil {

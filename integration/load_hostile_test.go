@@ -50,8 +50,9 @@ type loadAttack struct {
 	want check
 }
 
-// loadSlowRelease is a release that runs as long as the row-work bound
-// allows: each row builds twenty strings of 10,000 characters (slowFilter,
+// loadSlowRelease is a release that runs as long as the row-work budget
+// allows: each row builds the first of twenty strings of 10,000 characters
+// before the budget skips it (slowFilter,
 // resources_test.go; a 10,000-item IN list, which it used to be, is now one
 // hash lookup per row, and LPAD to 60,000 characters is over the value
 // limit, NULL at once).

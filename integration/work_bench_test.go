@@ -32,8 +32,12 @@ func BenchmarkPairedTiming(b *testing.B) {
 			var conns [2]*dbsql.Conn
 			for i, d := range deps {
 				conns[i] = testmysql.Session(b, testmysql.Login{Addr: d.g.Addr(), User: a.user, Password: userPassword(a.user), DB: "iso", Timeout: 10 * time.Second, ReadTimeout: 2 * time.Minute})
-				for _, s := range a.stmts { // also warms what the analyst's own history warms
-					if _, err := readAll(ctx, conns[i], s); err != nil && !strings.HasPrefix(a.name, "error/") && !strings.HasPrefix(a.name, "refused/") {
+				for j, s := range a.stmts { // also warms what the analyst's own history warms
+					var args []any
+					if j == len(a.stmts)-1 {
+						args = a.args
+					}
+					if _, err := readAll(ctx, conns[i], s, args...); err != nil && !strings.HasPrefix(a.name, "error/") && !strings.HasPrefix(a.name, "refused/") {
 						b.Fatal(err)
 					}
 				}
@@ -45,7 +49,7 @@ func BenchmarkPairedTiming(b *testing.B) {
 				first := order.IntN(2)
 				for _, i := range []int{first, 1 - first} {
 					start := time.Now()
-					_, _ = readAll(ctx, conns[i], last)
+					_, _ = readAll(ctx, conns[i], last, a.args...)
 					times[i] = append(times[i], float64(time.Since(start).Microseconds())/1000)
 				}
 			}

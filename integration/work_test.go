@@ -122,12 +122,20 @@ func startWork(t testing.TB, users int, withVictim bool) *workDeployment {
 // included; otherwise the victim contributes and the difference of the
 // draws, the residual of docs/privacy.md §12 (work that grows with the
 // input), is logged.
+// args, when set, are bound to the last statement as a server-side
+// prepared statement (the binary protocol).
 type workAttack struct {
 	name   string
 	user   string
 	stmts  []string
+	args   []any
 	masked bool
 	same   bool
+	// timed: the last statement is stopped by max_execution_time, a
+	// clock: the limit is lifted before the observations, and only the
+	// error, the connection and the ledger are compared (where the clock
+	// stops it — before the scan or in it — is not the data's).
+	timed bool
 }
 
 // workAttacks are the attacks, one per release path of the brief.
@@ -231,7 +239,7 @@ func workAttacks() []workAttack {
 	add(true, "reuse/second_is_reused", "SET dp_reuse = ON", "SELECT note, COUNT(*), SUM(n) FROM people WHERE note <> 'x' GROUP BY note", "SELECT note, COUNT(*), SUM(n) FROM people WHERE note <> 'x' GROUP BY note")
 	out = append(out, workAttack{name: "error/budget_exhausted", user: "poor", stmts: append(append([]string(nil), pre...),
 		"SELECT note, COUNT(*), SUM(n) FROM people WHERE note = 'vk07' GROUP BY note"), same: true})
-	return out
+	return append(out, moreWorkAttacks(pre, castV)...)
 }
 
 // workObservation is what a client reads of an attack, and the work the
@@ -268,7 +276,11 @@ func runWork(t testing.TB, d *workDeployment, a workAttack) workObservation {
 	runtime.ReadMemStats(&m0)
 	draws, paths := d.draws.Load(), d.g.PathsTaken()
 	for i, q := range a.stmts {
-		rows, err := readAll(ctx, conn, q)
+		var args []any
+		if i == len(a.stmts)-1 {
+			args = a.args
+		}
+		rows, err := readAll(ctx, conn, q, args...)
 		if i < len(a.stmts)-1 {
 			if err != nil && !strings.HasPrefix(a.name, "error/") {
 				w.obs.PrepareErr += fmt.Sprintf("[%d] %s; ", i, testmysql.ErrText(err))
@@ -281,6 +293,11 @@ func runWork(t testing.TB, d *workDeployment, a workAttack) workObservation {
 		}
 	}
 	runtime.ReadMemStats(&m1)
+	if a.timed {
+		if _, err := readAll(ctx, conn, "SET max_execution_time = 0"); err != nil {
+			w.obs.PrepareErr += "lifting max_execution_time: " + testmysql.ErrText(err)
+		}
+	}
 	w.draws = d.draws.Load() - draws
 	w.paths = fmt.Sprintf("%+v", subPaths(d.g.PathsTaken(), paths))
 	w.mallocs, w.bytes = m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc
@@ -292,6 +309,10 @@ func runWork(t testing.TB, d *workDeployment, a workAttack) workObservation {
 	}
 	if wc, err := readAll(ctx, conn, "SELECT @@warning_count"); err == nil && len(wc) == 1 {
 		w.obs.WarnCount = wc[0][0]
+	}
+	var err error
+	if w.obs.State, err = readAll(ctx, conn, "SELECT LAST_INSERT_ID(), FOUND_ROWS(), ROW_COUNT(), @x, @y, @@session.sql_mode"); err != nil {
+		w.obs.StateErr = testmysql.ErrText(err)
 	}
 	w.obs.Budget, _ = readAll(ctx, conn, "SELECT database_name, spent_epsilon, spent_delta, releases FROM DP_BUDGET()")
 	var one int
@@ -316,9 +337,16 @@ func TestWorkIsolation(t *testing.T) {
 			if a.masked {
 				o0, o1 = maskNumbers(o0), maskNumbers(o1)
 			}
+			if a.timed {
+				o0, o1 = observation{Err: o0.Err, Alive: o0.Alive, Budget: o0.Budget}, observation{Err: o1.Err, Alive: o1.Alive, Budget: o1.Budget}
+				w[1].paths = w[0].paths
+			}
 			compareObservations(t, o0, o1)
 			if o0.PrepareErr != "" {
 				t.Errorf("setting up the session failed: %s", o0.PrepareErr)
+			}
+			if o0.Err != "" && !strings.HasPrefix(a.name, "refused/") && !strings.HasPrefix(a.name, "error/") {
+				t.Errorf("the attack was refused in both deployments (name it refused/ if it must be): %s", o0.Err)
 			}
 			if a.same && w[0].draws != w[1].draws {
 				t.Errorf("random words drawn: without the victim %d, with %d", w[0].draws, w[1].draws)

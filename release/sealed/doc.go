@@ -38,7 +38,12 @@
 //     an error returns it only when the call reads it, so that SQL's lazy
 //     semantics (IF(x = 0, NULL, 1/x)) are kept. Every value a unit produces
 //     is limited to Limits.MaxValueBytes, and the bytes all units of a row
-//     read to Limits.MaxRowWork: a row beyond either is skipped.
+//     read to the row's budget: min(Limits.MaxRowWork, 16 KiB + the work of
+//     the program's constants + 64 bytes per byte of the values the program
+//     reads from the row), a row-wise function (budget.go); a row beyond
+//     either is skipped. LPAD, RPAD and REPLACE size their result before
+//     building it and skip the row rather than build beyond the budget.
+//     Constant calls are computed once, at compile time.
 //   - Lists of constants count. `x IN (c1, …, cn)` over constants is a
 //     hashed lookup (one conversion and key of x per class of comparison,
 //     with exactly go-mysql-server's InTuple result: hashedIn); a list
@@ -48,7 +53,7 @@
 //
 // What remains data dependent, and is documented as such: the release's
 // running time and memory grow with the number and the size of the rows
-// (a row's work is at most Limits.MaxRowWork bytes); an expression can make
-// the sizes of its intermediate values, hence the time of a row, depend on
-// the row's values, within that bound.
+// (a row's work is at most its budget); an expression can make the sizes
+// of its intermediate values, hence the time of a row, depend on the row's
+// values, within that budget.
 package sealed

@@ -63,6 +63,10 @@ type Program struct {
 	ncols int
 	width int // columns + slots
 	lim   Limits
+	// cols are the columns the program reads; fixed is the work of its
+	// constants, the same on every row (rowBudget).
+	cols  []int
+	fixed int
 }
 
 // unit is one call: a go-mysql-server expression whose arguments are
@@ -78,6 +82,12 @@ type unit struct {
 	fixed  int
 	repeat []int
 	times  int
+	// grows marks a call whose result can be much larger than its
+	// arguments (gmsfix.PreSized): its result is sized against the row's
+	// budget before it is built, and its growth counts as work.
+	grows bool
+	// root marks a unit whose value is an expression of the program.
+	root bool
 }
 
 // matchWork is the work of a matcher unit: the size of its string times
@@ -159,6 +169,7 @@ func Compile(ctx *sql.Context, exprs []sql.Expression, ncols int, lim Limits) (*
 	if err := c.checkListWork(); err != nil {
 		return nil, err
 	}
+	p.budgetInputs()
 	return p, nil
 }
 
@@ -384,6 +395,9 @@ func (c *compiler) unit(e sql.Expression) int {
 	out := c.p.width
 	c.p.width++
 	u := unit{expr: ne, out: out, match: c.matchWork(ne)}
+	if g, ok := ne.(*gmsfix.Guarded); ok && gmsfix.PreSized(g.Fn) {
+		u.grows = true
+	}
 	c.listWork(&u)
 	for i := range reads {
 		u.reads = append(u.reads, i)
@@ -445,7 +459,7 @@ func (c *compiler) inner(e sql.Expression, reads map[int]bool, top bool) sql.Exp
 		return e
 	}
 	if isConstant(e) {
-		return e
+		return c.fold(e)
 	}
 	r := ruleOf(e)
 	if !top && !r.structural && !r.arith {
@@ -521,6 +535,7 @@ func (s *slot) Eval(_ *sql.Context, row sql.Row) (any, error) {
 type Evaluator struct {
 	p       *Program
 	ctx     *sql.Context
+	sess    *session
 	scratch sql.Row
 	work    int
 }
@@ -533,7 +548,7 @@ func (p *Program) NewEvaluator(parent *sql.Context) *Evaluator {
 	if parent != nil {
 		goctx = parent.Context
 	}
-	return &Evaluator{p: p, ctx: sql.NewContext(goctx, sql.WithSession(s)), scratch: make(sql.Row, p.width)}
+	return &Evaluator{p: p, ctx: sql.NewContext(goctx, sql.WithSession(s)), sess: s, scratch: make(sql.Row, p.width)}
 }
 
 // Context returns the evaluator's sealed context, for conversions that
@@ -541,25 +556,48 @@ func (p *Program) NewEvaluator(parent *sql.Context) *Evaluator {
 func (ev *Evaluator) Context() *sql.Context { return ev.ctx }
 
 // Row evaluates every expression of the program on row. It returns false
-// when the row must be skipped as a whole: a panic, or more work than
-// Limits.MaxRowWork. Otherwise Value gives each expression's value.
+// when the row must be skipped as a whole: a panic, or more work than the
+// row's budget (rowBudget: at most Limits.MaxRowWork). Otherwise Value
+// gives each expression's value.
 func (ev *Evaluator) Row(row sql.Row) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
 		}
+		ev.sess.metered = false
 	}()
 	s := ev.scratch
 	copy(s, row[:min(len(row), ev.p.ncols)])
 	work := 0
 	defer func() { ev.work = work }()
 	lim := ev.p.lim
+	budget := ev.p.rowBudget(s)
 	for i := range ev.p.units {
 		u := &ev.p.units[i]
-		if work += u.work(ev.ctx, s, lim.MaxRowWork+1); work > lim.MaxRowWork {
+		w := u.work(ev.ctx, s, budget+1)
+		if work += w; work > budget {
 			return false
 		}
+		if u.grows {
+			// The call may build at most what the budget has left,
+			// besides the arguments it was charged for reading; the
+			// calls that read its value count it, and a value no call
+			// reads (a root) counts its growth here.
+			ev.sess.left, ev.sess.metered = budget-work+w, true
+		}
 		v, err := u.expr.Eval(ev.ctx, s)
+		if u.grows {
+			ev.sess.metered = false
+			if errors.Is(err, gmsfix.ErrRowBudget) {
+				work = budget + 1
+				return false
+			}
+			if g := size(v, budget+1) - w; err == nil && g > 0 && u.root {
+				if work += g; work > budget {
+					return false
+				}
+			}
+		}
 		switch {
 		case err != nil:
 			s[u.out] = failure{err}

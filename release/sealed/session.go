@@ -24,7 +24,14 @@ var errSealed = errors.New("sealed evaluation: the session cannot be changed fro
 // parameters and locks fail.
 type session struct {
 	*sql.BaseSession
+	// left is what a sized call may still build in the current row while
+	// metered (gmsfix.RowBudget, set by the Evaluator per call).
+	left    int
+	metered bool
 }
+
+// RowBudget returns what the call being evaluated may still build.
+func (s *session) RowBudget() (int, bool) { return s.left, s.metered }
 
 var _ sql.Session = (*session)(nil)
 
