@@ -44,35 +44,56 @@ import (
 func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, error) {
 	valueView := view == ValueView
 	var order []uint32
+	skip := uint64(math.MaxUint64) // an item id no entry has
 	if valueView && x.null >= 0 {
-		order = x.nnOrder
+		order, skip = x.nnOrder, uint64(x.null)
 	}
+	s := x.scanKept(order, skip, keep)
+	keys := s.byFirstRow()
+	items, newID, start := x.renumber(keys, s.holders, valueView)
+	bucket := x.bucketByItem(s, skip, newID, start)
+	ents, parts := s.lists(bucket, start, len(keys))
+	users := make([]string, len(s.kept))
+	for k, u := range s.kept {
+		users[k] = x.users[u]
+	}
+	// Ascending lists of ids below len(items) with counts ≥ 1 (the
+	// index's), distinct users and items (a subset of the index's): the
+	// shape PrepareFlat checks, by construction (and
+	// TestFilteredPreparedAsReference).
+	f := setunion.FlatGrouped{Users: users, Items: items, Entries: ents, Off: s.off, Occurrences: s.occ}
+	return setunion.PreparedFromParts(f, parts), nil
+}
+
+// keptScan is step 1 of filteredPrepared: per item its first row and
+// kept holders, the kept users with entries and their list offsets.
+type keptScan struct {
+	minFirst, holders []uint32
+	kept              []uint32
+	off               []int
+	occ               int64
+	held, longest     int // items with a kept holder; the longest list
+}
+
+// scanKept reads the entries of the kept users (in order when it is not
+// nil, else every user), skipping the item skip.
+func (x *Index) scanKept(order []uint32, skip uint64, keep []bool) *keptScan {
 	n := len(x.users)
 	if order != nil {
 		n = len(order)
 	}
-	skip := uint64(math.MaxUint64) // an item id no entry has
-	if valueView && x.null >= 0 {
-		skip = uint64(x.null)
+	s := &keptScan{minFirst: make([]uint32, len(x.items)), holders: make([]uint32, len(x.items))}
+	for i := range s.minFirst {
+		s.minFirst[i] = math.MaxUint32
 	}
-
-	// 1. First rows and holders per item; kept users and their lengths.
-	minFirst := make([]uint32, len(x.items))
-	for i := range minFirst {
-		minFirst[i] = math.MaxUint32
-	}
-	holders := make([]uint32, len(x.items))
 	most := 0 // users kept, an upper bound of those with entries
 	for _, k := range keep {
 		if k {
 			most++
 		}
 	}
-	kept := make([]uint32, 0, most)
-	off := make([]int, 1, most+1)
-	var occ int64
-	held := 0 // items with a kept holder
-	longest := 0
+	s.kept = make([]uint32, 0, most)
+	s.off = make([]int, 1, most+1)
 	for k := range n {
 		u := uint32(k)
 		if order != nil {
@@ -88,35 +109,44 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 			if it == skip {
 				continue
 			}
-			minFirst[it] = min(minFirst[it], x.first[j])
-			if holders[it] == 0 {
-				held++
+			s.minFirst[it] = min(s.minFirst[it], x.first[j])
+			if s.holders[it] == 0 {
+				s.held++
 			}
-			holders[it]++
-			occ += int64(e & 0xffffffff)
+			s.holders[it]++
+			s.occ += int64(e & 0xffffffff)
 			m++
 		}
 		if m > 0 {
-			kept = append(kept, u)
-			off = append(off, off[len(off)-1]+m)
-			longest = max(longest, m)
+			s.kept = append(s.kept, u)
+			s.off = append(s.off, s.off[len(s.off)-1]+m)
+			s.longest = max(s.longest, m)
 		}
 	}
-	pairs := off[len(off)-1]
+	return s
+}
 
-	// 2. New ids by first row; bucket starts in new-id order.
-	keys := make([]uint64, 0, held)
+// byFirstRow is step 2's order: the held items as (first row, id) keys,
+// sorted by first row.
+func (s *keptScan) byFirstRow() []uint64 {
+	keys := make([]uint64, 0, s.held)
 	var last uint32
-	for i, f := range minFirst {
+	for i, f := range s.minFirst {
 		if f != math.MaxUint32 {
 			keys = append(keys, uint64(f)<<32|uint64(i))
 			last = max(last, f)
 		}
 	}
 	sortByHigh(keys, bits.Len32(last))
-	items := make([]string, len(keys))
-	newID := make([]uint32, len(x.items))
-	start := make([]uint32, len(keys)+1)
+	return keys
+}
+
+// renumber gives the held items their new ids in keys' order: their
+// texts, the new id of each old id, and each new id's bucket start.
+func (x *Index) renumber(keys []uint64, holders []uint32, valueView bool) (items []string, newID, start []uint32) {
+	items = make([]string, len(keys))
+	newID = make([]uint32, len(x.items))
+	start = make([]uint32, len(keys)+1)
 	for id, key := range keys {
 		i := uint32(key)
 		newID[i] = uint32(id)
@@ -126,11 +156,15 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 			items[id], _ = itemText(x.items[i])
 		}
 	}
+	return items, newID, start
+}
 
-	// Every kept entry to its new item's bucket: kept ordinal and count.
-	bucket := make([]uint64, pairs)
-	pos := slices.Clone(start[:len(keys)])
-	for k, u := range kept {
+// bucketByItem puts every kept entry in its new item's bucket, as its
+// kept ordinal and count, the buckets filled by ascending kept user.
+func (x *Index) bucketByItem(s *keptScan, skip uint64, newID, start []uint32) []uint64 {
+	bucket := make([]uint64, s.off[len(s.off)-1])
+	pos := slices.Clone(start[:len(start)-1])
+	for k, u := range s.kept {
 		for j := x.offs[u]; j < x.offs[u+1]; j++ {
 			e := x.ents[j]
 			it := e >> 32
@@ -142,15 +176,20 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 			pos[id]++
 		}
 	}
+	return bucket
+}
 
-	// 3. The buckets in new-id order make every list ascending; the same
-	// pass gives the flat ids and the per-item sums of the Prepared.
+// lists is step 3: the buckets in new-id order make every user's list
+// ascending; the same pass gives the flat ids and the per-item sums of
+// the Prepared.
+func (s *keptScan) lists(bucket []uint64, start []uint32, items int) ([]uint64, setunion.FlatParts) {
+	pairs := len(bucket)
 	ents := make([]uint64, pairs)
-	parts := setunion.FlatParts{IDs: make([]uint32, pairs), ItemUsers: make([]uint32, len(keys)),
-		ItemOcc: make([]uint64, len(keys)), Longest: longest}
-	fill := make([]int, len(kept))
-	copy(fill, off)
-	for id := range keys {
+	parts := setunion.FlatParts{IDs: make([]uint32, pairs), ItemUsers: make([]uint32, items),
+		ItemOcc: make([]uint64, items), Longest: s.longest}
+	fill := make([]int, len(s.kept))
+	copy(fill, s.off)
+	for id := range items {
 		bs := bucket[start[id]:start[id+1]]
 		parts.ItemUsers[id] = uint32(len(bs))
 		var sum uint64
@@ -163,16 +202,7 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 		}
 		parts.ItemOcc[id] = sum
 	}
-	users := make([]string, len(kept))
-	for k, u := range kept {
-		users[k] = x.users[u]
-	}
-	// Ascending lists of ids below len(items) with counts ≥ 1 (the
-	// index's), distinct users and items (a subset of the index's): the
-	// shape PrepareFlat checks, by construction (and
-	// TestFilteredPreparedAsReference).
-	f := setunion.FlatGrouped{Users: users, Items: items, Entries: ents, Off: off, Occurrences: occ}
-	return setunion.PreparedFromParts(f, parts), nil
+	return ents, parts
 }
 
 // sortByHigh sorts keys, which come in ascending order of their low 32
