@@ -42,32 +42,43 @@ func (s *traceSource) Uint64() uint64 {
 // traceRelease releases rows under o with a traced seeded source.
 func traceRelease(t *testing.T, o Options, rows []row) ([]string, *Result) {
 	t.Helper()
+	_, sites, res := runTraced(t, o, rows, true)
+	return sites, res
+}
+
+// runTraced runs the release of rows under o with a traced seeded source
+// and returns the pipeline (for its test counters), the draw sites and the
+// result; strict fails the test on a row the pipeline refuses, otherwise
+// such a row is skipped as the release path skips it.
+func runTraced(t *testing.T, o Options, rows []row, strict bool) (*Pipeline, []string, *Result) {
+	t.Helper()
 	p, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := &traceSource{src: rand.NewChaCha8([32]byte{7})}
 	rng := rand.New(src)
+	refused := func(err error) {
+		if err != nil && strict {
+			t.Fatal(err)
+		}
+	}
 	if p.NeedsValuePass() {
 		for _, rw := range rows {
-			if err := p.AddValues([]byte(rw.unit), rw.values); err != nil {
-				t.Fatal(err)
-			}
+			refused(p.AddValues([]byte(rw.unit), rw.values))
 		}
 		if err := p.ChooseValueBounds(rng); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, rw := range rows {
-		if err := p.Add([]byte(rw.unit), []byte(rw.key), rw.values); err != nil {
-			t.Fatal(err)
-		}
+		refused(p.Add([]byte(rw.unit), []byte(rw.key), rw.values))
 	}
 	res, err := p.ReleaseContext(context.Background(), rng)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return src.sites, res
+	return p, src.sites, res
 }
 
 // firstDivergence describes where two traces first differ.
@@ -135,28 +146,9 @@ func TestBoundTestsFixedWords(t *testing.T) {
 	o.Aggregates = []Aggregate{{Kind: Sum, AutoBounds: true}, {Kind: Quantile, Quantile: 0.5, AutoBounds: true}, {Kind: VarPop, AutoBounds: true}, {Kind: Avg, AutoBounds: true}}
 	check := func(name string, o Options, rows []row) int {
 		t.Helper()
-		p, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := &traceSource{src: rand.NewChaCha8([32]byte{7})}
-		rng := rand.New(src)
-		if p.NeedsValuePass() {
-			for _, rw := range rows {
-				_ = p.AddValues([]byte(rw.unit), rw.values)
-			}
-			if err := p.ChooseValueBounds(rng); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, rw := range rows {
-			_ = p.Add([]byte(rw.unit), []byte(rw.key), rw.values)
-		}
-		if _, err := p.ReleaseContext(context.Background(), rng); err != nil {
-			t.Fatal(err)
-		}
+		p, sites, _ := runTraced(t, o, rows, false)
 		words := 0
-		for _, s := range src.sites {
+		for _, s := range sites {
 			if strings.Contains(s, "(*tester).pass") || strings.Contains(s, "(*tester).cellPasses") {
 				words++
 			}
