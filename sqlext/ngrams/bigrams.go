@@ -96,8 +96,7 @@ func corpusBigrams(c *corpus) *bigrams {
 // candidates numbers the valid bigrams of level 2 in corpus id order, as
 // prune numbers them: it returns their keys (the S_1 ids of their two
 // tokens) and dense, each corpus bigram's candidate id + 1, or 0 if it is
-// not valid (so that the fresh, zeroed array needs no pass of its own to
-// mark the invalid ones). s1id maps a token to its id in S_1, or −1.
+// not valid. s1id maps a token to its id in S_1, or −1.
 //
 // Both passes are without a branch on validity, which a release's S_1
 // makes unpredictable (a mispredicted branch per bigram was most of the
