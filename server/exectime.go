@@ -62,7 +62,9 @@ func (g *statementGuard) sessionMaxExecutionTime(id uint32) int64 {
 		if s.ID() != id {
 			return false, nil
 		}
-		v, err := s.GetSessionVariable(sql.NewEmptyContext(), "max_execution_time")
+		// The session's own context: sql.NewEmptyContext would build a base
+		// session (maps of every variable) per statement to read one.
+		v, err := s.GetSessionVariable(sql.NewContext(context.Background(), sql.WithSession(s)), "max_execution_time")
 		if err == nil {
 			ms, _ = toInt64(v)
 		}

@@ -1,7 +1,6 @@
 package dpagg
 
 import (
-	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -192,20 +191,20 @@ func (p *Pipeline) chooseForError(rng *rand.Rand) error {
 func (p *Pipeline) choiceKeys(d int) [][]int32 {
 	s := p.stride
 	out := make([][]int32, len(p.lists))
+	var es []topEntry // this call's scratch (topsort.go)
 	for u, l := range p.lists {
 		idx := make([]int32, len(l)/s)
 		for i := range idx {
 			idx[i] = int32(i)
 		}
 		if len(idx) > d {
-			slices.SortFunc(idx, func(a, b int32) int {
-				ra, rb := l[int(a)*s]&0xffffffff, l[int(b)*s]&0xffffffff
-				if c := cmp.Compare(rb, ra); c != 0 {
-					return c
-				}
-				return cmp.Compare(p.keyNames[l[int(a)*s]>>32], p.keyNames[l[int(b)*s]>>32])
-			})
-			idx = idx[:d]
+			es = es[:0]
+			for i := range idx {
+				e := l[i*s]
+				name := p.keyNames[e>>32]
+				es = append(es, topEntry{rows: e & 0xffffffff, tie: namePrefix(name), idx: int32(i), name: name})
+			}
+			idx = sortTop(es, d, idx)
 		}
 		out[u] = idx
 	}

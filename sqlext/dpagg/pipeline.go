@@ -79,6 +79,9 @@ type Pipeline struct {
 	qbufs   *samplerBufs   // the quantile sampler's scratch, one per release (quantilesampler.go)
 	tieSeed uint64         // orders tied keys in aggregateKeys, drawn per release
 	keyTie  []uint64       // tieHash of every key, computed once
+	// topScratch is aggregateKeys' records for the top-d sort, reused
+	// from user to user within the release (topsort.go).
+	topScratch []topEntry
 }
 
 // column says where an aggregate keeps its per-pair words: for COUNT(col)
@@ -372,6 +375,9 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 	tot := make(totals, nStats)
 	for i := range tot {
 		tot[i] = make([]int64, len(p.keyNames))
+	}
+	if p.plan.AggregateGroups > 0 {
+		p.tieKeys() // from the plan, not on the first user that needs it
 	}
 	m := uint64(p.plan.MaxRowsPerGroup)
 	var idx []int32

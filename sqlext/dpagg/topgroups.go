@@ -1,7 +1,6 @@
 package dpagg
 
 import (
-	"cmp"
 	"encoding/binary"
 	"hash/fnv"
 	"math"
@@ -131,22 +130,6 @@ func topGroupsLoss(rows [][]uint32, m int) []int64 {
 	return out
 }
 
-// topKeys keeps in idx the d entries of a user with the most rows (rows(i)
-// the row count of entry i), ties broken by the smaller tie(i), and returns
-// them.
-func topKeys(idx []int32, d int, rows, tie func(int32) uint64) []int32 {
-	if len(idx) <= d {
-		return idx
-	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		if c := cmp.Compare(rows(b), rows(a)); c != 0 {
-			return c
-		}
-		return cmp.Compare(tie(a), tie(b))
-	})
-	return idx[:d]
-}
-
 // tieHash is FNV-1a of the release's random seed and the key bytes: a
 // uniformly random-looking order of keys, the same for every user of one
 // release, so that each user's choice is a function of its own rows and of
@@ -202,14 +185,29 @@ func (p *Pipeline) aggregateKeys(l []uint64, idx []int32) []int32 {
 	if len(idx) <= p.plan.AggregateGroups {
 		return idx
 	}
-	if p.keyTie == nil {
-		p.keyTie = make([]uint64, len(p.keyNames))
-		for k, name := range p.keyNames {
-			p.keyTie[k] = tieHash(p.tieSeed, name)
-		}
-	}
+	p.tieKeys()
 	s := p.stride
-	return topKeys(idx, p.plan.AggregateGroups,
-		func(i int32) uint64 { return l[int(i)*s] & 0xffffffff },
-		func(i int32) uint64 { return p.keyTie[l[int(i)*s]>>32] })
+	es := p.topScratch[:0]
+	for _, i := range idx {
+		e := l[int(i)*s]
+		es = append(es, topEntry{rows: e & 0xffffffff, tie: p.keyTie[e>>32], idx: i})
+	}
+	p.topScratch = es
+	return sortTop(es, p.plan.AggregateGroups, idx)
+}
+
+// tieKeys computes keyTie, the tie hash of every key, once per release.
+// bound calls it before its first user whenever the plan has its own
+// AggregateGroups (a choice of the plan, itself a DP output or an option),
+// not when the first user with more keys than that is met: whether the
+// pass over every key's name runs, and when, then does not depend on one
+// user's rows.
+func (p *Pipeline) tieKeys() {
+	if p.keyTie != nil {
+		return
+	}
+	p.keyTie = make([]uint64, len(p.keyNames))
+	for k, name := range p.keyNames {
+		p.keyTie[k] = tieHash(p.tieSeed, name)
+	}
 }
