@@ -301,8 +301,5 @@ func (o *Options) Set(name, value string) error {
 	default:
 		return fmt.Errorf("unknown n-gram option %q: use max_n, epsilon, delta, max_items, mechanism, update, alpha, eta or budget_split", name)
 	}
-	if err != nil {
-		return fmt.Errorf("n-gram option %s: %w", name, err)
-	}
-	return nil
+	return err
 }
