@@ -419,23 +419,22 @@ func (fn *roundFn) run(block []byte, done map[string]bool, emit func(int, []byte
 
 // roundExceptFn is roundFn for dp_sips rounds r ≥ 1: the items released by
 // earlier rounds (a side input) are removed from every user's set before it
-// is bounded.
+// is bounded. The side input is read for every element (a block of one user
+// shard: a handful per round), not once per DoFn instance: a DoFn instance
+// outlives its bundle, and an instance that kept a set read once would
+// apply it to every later bundle it is given, whatever the runner then
+// holds for the side input.
 type roundExceptFn struct {
 	roundFn
-	done map[string]bool
 }
 
 func (fn *roundExceptFn) ProcessElement(ctx context.Context, shard int, block []byte, done func(*string) bool, emit func(int, []byte)) error {
-	if fn.done == nil {
-		// The side input, in the global window of a batch pipeline, is the
-		// complete output of the earlier rounds: read once per instance.
-		fn.done = make(map[string]bool)
-		var it string
-		for done(&it) {
-			fn.done[it] = true
-		}
+	released := make(map[string]bool)
+	var it string
+	for done(&it) {
+		released[it] = true
 	}
-	return fn.run(block, fn.done, emit)
+	return fn.run(block, released, emit)
 }
 
 // encodeWeights encodes items with their partial weights: uvarint count,
