@@ -102,10 +102,7 @@ func schemesOracle(t *testing.T, name string, per map[string]map[string]int, top
 	}
 	// Each user as its word counts sorted descending, with the index of the
 	// word among the top 20 (−1 if not).
-	type cell struct {
-		c   float64
-		top int
-	}
+	type cell = schemeCell
 	var us [][]cell
 	var totals, norms []float64
 	for _, m := range per {
@@ -211,48 +208,22 @@ func schemesOracle(t *testing.T, name string, per map[string]map[string]int, top
 	schemes := []scheme{
 		{"box: Δ0 keys with most rows × m rows (today), ℓ2 √Δ0·m", func(p [2]float64) float64 { return math.Sqrt(p[0]) * p[1] },
 			func(l []cell, _, _ float64, p [2]float64, out []float64) float64 {
-				var s float64
-				for _, x := range l[:min(int(p[0]), len(l))] {
-					v := min(x.c, p[1])
-					s += v
-					if x.top >= 0 {
-						out[x.top] += v
-					}
-				}
-				return s
+				return addTop(l[:min(int(p[0]), len(l))], out, func(x cell) float64 { return min(x.c, p[1]) })
 			}, boxGrid},
 		{"(a) ℓ2 clipping by scaling, ℓ2 C", func(p [2]float64) float64 { return p[0] },
 			func(l []cell, n, norm float64, p [2]float64, out []float64) float64 {
 				f := min(1, p[0]/norm)
-				for _, x := range l {
-					if x.top >= 0 {
-						out[x.top] += f * x.c
-					}
-				}
-				return f * n
+				return addTop(l, out, func(x cell) float64 { return f * x.c })
 			}, cGrid},
 		{"(a') ℓ2 clipping by a per-user cap t (water-filling min(v, t), ‖·‖ = C), ℓ2 C", func(p [2]float64) float64 { return p[0] },
 			func(l []cell, n, norm float64, p [2]float64, out []float64) float64 {
 				tc := waterCap(l, norm, p[0], func(x cell) float64 { return x.c })
-				var s float64
-				for _, x := range l {
-					v := min(x.c, tc)
-					s += v
-					if x.top >= 0 {
-						out[x.top] += v
-					}
-				}
-				return s
+				return addTop(l, out, func(x cell) float64 { return min(x.c, tc) })
 			}, cGrid},
 		{"(b) ℓ1 bound: C rows kept uniformly at random (expectation), ℓ2 C", func(p [2]float64) float64 { return p[0] },
 			func(l []cell, n, _ float64, p [2]float64, out []float64) float64 {
 				f := min(1, p[0]/n)
-				for _, x := range l {
-					if x.top >= 0 {
-						out[x.top] += f * x.c
-					}
-				}
-				return f * n
+				return addTop(l, out, func(x cell) float64 { return f * x.c })
 			}, cGrid},
 		{"(c) m rows per key, B rows per user (keys with most rows first), ℓ2 √(B·m)", func(p [2]float64) float64 { return math.Sqrt(p[0] * p[1]) },
 			func(l []cell, _, _ float64, p [2]float64, out []float64) float64 {
@@ -273,12 +244,7 @@ func schemesOracle(t *testing.T, name string, per map[string]map[string]int, top
 					s += min(x.c, p[1])
 				}
 				f := min(1, p[0]/s)
-				for _, x := range l {
-					if x.top >= 0 {
-						out[x.top] += f * min(x.c, p[1])
-					}
-				}
-				return f * s
+				return addTop(l, out, func(x cell) float64 { return f * min(x.c, p[1]) })
 			}, budgetGrid},
 		{"(lower) ℓ2 clipping of the user's top-20 coordinates only (knows the keys), ℓ2 C", func(p [2]float64) float64 { return p[0] },
 			func(l []cell, _, _ float64, p [2]float64, out []float64) float64 {
@@ -601,6 +567,27 @@ func roundAll(xs []float64) []float64 {
 
 // waterCap returns the cap t with ‖min(v, t)‖₂ = c (∞ if ‖v‖₂ ≤ c), v
 // sorted descending.
+// schemeCell is one word of a user in the schemes' oracle: its row count c
+// and its index among the top words (−1 if not one of them).
+type schemeCell struct {
+	c   float64
+	top int
+}
+
+// addTop adds each cell's kept value v(x) to its top key's total in out
+// (cells outside the top keys have top < 0) and returns the sum of v over l.
+func addTop(l []schemeCell, out []float64, v func(schemeCell) float64) float64 {
+	var s float64
+	for _, x := range l {
+		k := v(x)
+		s += k
+		if x.top >= 0 {
+			out[x.top] += k
+		}
+	}
+	return s
+}
+
 func waterCap[T any](l []T, norm, c float64, val func(T) float64) float64 {
 	if norm <= c {
 		return math.Inf(1)
