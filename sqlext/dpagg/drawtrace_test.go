@@ -52,12 +52,20 @@ func traceRelease(t *testing.T, o Options, rows []row) ([]string, *Result) {
 // such a row is skipped as the release path skips it.
 func runTraced(t *testing.T, o Options, rows []row, strict bool) (*Pipeline, []string, *Result) {
 	t.Helper()
+	src := &traceSource{src: rand.NewChaCha8([32]byte{7})}
+	p, res := releaseRows(t, o, rows, rand.New(src), strict)
+	return p, src.sites, res
+}
+
+// releaseRows runs both passes of a release of rows under o with rng (the
+// value pass when bounds are chosen, then the rows) and returns the
+// pipeline and its result; strict as for runTraced.
+func releaseRows(t testing.TB, o Options, rows []row, rng *rand.Rand, strict bool) (*Pipeline, *Result) {
+	t.Helper()
 	p, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &traceSource{src: rand.NewChaCha8([32]byte{7})}
-	rng := rand.New(src)
 	refused := func(err error) {
 		if err != nil && strict {
 			t.Fatal(err)
@@ -78,7 +86,7 @@ func runTraced(t *testing.T, o Options, rows []row, strict bool) (*Pipeline, []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, src.sites, res
+	return p, res
 }
 
 // firstDivergence describes where two traces first differ.

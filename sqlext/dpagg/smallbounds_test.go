@@ -17,30 +17,7 @@ import (
 // passes) and seed, and returns its result.
 func releaseChosen(t testing.TB, o Options, rows []row, seed uint64) *Result {
 	t.Helper()
-	p, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := securerand.NewSeeded(seed)
-	if p.NeedsValuePass() {
-		for _, rw := range rows {
-			if err := p.AddValues([]byte(rw.unit), rw.values); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := p.ChooseValueBounds(rng); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, rw := range rows {
-		if err := p.Add([]byte(rw.unit), []byte(rw.key), rw.values); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res, err := p.Release(rng)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := releaseRows(t, o, rows, securerand.NewSeeded(seed), true)
 	return res
 }
 
