@@ -117,6 +117,9 @@ func (s *Server) run(t testing.TB, cmd *exec.Cmd, logPath string, sig os.Signal)
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	// Its own process group, so Kill reaches PostgreSQL's backends too: a
+	// backend whose postmaster died keeps streaming a query's rows.
+	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", cmd.Path, err)
 	}
@@ -144,8 +147,10 @@ func (s *Server) run(t testing.TB, cmd *exec.Cmd, logPath string, sig os.Signal)
 }
 
 // Kill stops the server at once (SIGKILL), as a crash would.
+// It kills the server's whole process group: a PostgreSQL backend outlives
+// its postmaster until its next wait, and would finish a running query.
 func (s *Server) Kill() {
-	s.cmd.Process.Kill()
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.done
 }
 
