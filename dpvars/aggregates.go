@@ -85,7 +85,12 @@ func ParseBounds(s string) (lower, upper float64, err error) {
 // given kinds: ε and δ from the set-union parameters, the key-selection
 // mechanism from dp_mechanism (dp_sips, the default, is
 // dpagg.DefaultSelectionMechanism: on the kept keys its rounds never
-// re-sample), the rest from a.
+// re-sample), the rest from a. It reports a value it cannot parse, but
+// does not validate the options as a whole: the caller completes them
+// first (a global release, the columns' configured bounds) and
+// dpagg.Calibrate validates the result, so that a rule between options
+// (noise laplace needs every bound) sees all of them, wherever each was
+// set.
 func AggregateOptions(p setunion.Options, a AggregateParams, kinds []dpagg.Kind) (dpagg.Options, error) {
 	o := dpagg.Defaults()
 	o.Epsilon, o.Delta = p.Epsilon, p.Delta
@@ -131,16 +136,24 @@ func AggregateOptions(p setunion.Options, a AggregateParams, kinds []dpagg.Kind)
 		}
 		o.Aggregates = append(o.Aggregates, agg)
 	}
-	return o, o.Validate()
+	return o, nil
 }
 
 // aggregateVariables are the definitions of the aggregates' variables.
 func aggregateVariables() []sql.SystemVariable {
 	d := DefaultAggregateParams()
 	both := sql.GetMysqlScope(sql.SystemVariableScope_Both)
+	// checkAgg checks one variable's value on its own. It starts from the
+	// defaults with every contribution bound given, so that a rule between
+	// variables (noise laplace needs every bound) does not refuse a value
+	// whose companions the same statement's SET_VAR hints, or a later SET,
+	// give: the hints are applied one by one, in the order written, and
+	// each check sees only its own. The release validates the variables
+	// together (AggregateOptions, with the aggregates' kinds).
 	checkAgg := func(name string, set func(*AggregateParams, any)) func(*sql.Context, sql.SystemVariableScope, sql.SystemVarValue) error {
 		return func(_ *sql.Context, _ sql.SystemVariableScope, v sql.SystemVarValue) error {
 			a := DefaultAggregateParams()
+			a.MaxGroups, a.MaxRows = 1, 1
 			set(&a, v.Val)
 			if a.Bounds != "" {
 				if _, _, err := ParseBounds(a.Bounds); err != nil {
