@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/dpsql/dpsql/sqlext/dpagg"
@@ -160,6 +161,9 @@ func schemesOracle(t *testing.T, name string, per map[string]map[string]int, top
 		t.Fatal(err)
 	}
 	unit := plan.UnitSigma
+	if u, err := strconv.ParseFloat(os.Getenv("DPSQL_ORACLE_UNIT"), 64); err == nil {
+		unit = u // another calibration's σ per unit of ℓ2 sensitivity
+	}
 	t.Logf("default plan: aggregates ρ %.5f, unit σ %.3f (σ per unit of ℓ2 sensitivity)", plan.Rho, unit)
 
 	r := rand.New(rand.NewPCG(3, 4))

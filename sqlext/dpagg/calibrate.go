@@ -34,6 +34,11 @@ type Plan struct {
 	// Rho is the zero-concentrated DP parameter of all Gaussian aggregates
 	// together (0 for Laplace).
 	Rho float64 `json:"rho,omitempty"`
+	// Composition is how the Gaussian aggregates' Rho was found:
+	// CompositionBasic, from their own share (AggregatesEpsilon,
+	// AggregatesDelta), or CompositionZCDP, as what (Epsilon, Delta) allow
+	// once the key selection's ρ is composed with them (jointrho.go).
+	Composition string `json:"composition,omitempty"`
 	// UnitSigma is the Gaussian σ per unit of ℓ2 sensitivity if all of Rho
 	// went to one statistic, and AnalyticUnitSigma what the continuous
 	// analytic Gaussian mechanism (Balle & Wang 2018) would need at the
@@ -375,6 +380,10 @@ func (p *Plan) calibrateGaussian(stats []*StatPlan, totalW, epsAgg, deltaAgg *bi
 	rho, err := maxRho(ea, da)
 	if err != nil {
 		return err
+	}
+	p.Composition = CompositionBasic
+	if j, ok := p.jointRho(); ok && j > rho { // jointrho.go
+		rho, p.Composition = j, CompositionZCDP
 	}
 	p.Rho = rho
 	if p.Bounds != nil {

@@ -147,8 +147,17 @@ func TestBudgetAddsUp(t *testing.T) {
 					t.Errorf("Laplace: Σε_i = %v for ε_a = %v; δ_a = %v", sumEps, p.AggregatesEpsilon, p.AggregatesDelta)
 				}
 			case Gaussian:
-				if sumRho > p.Rho || ZCDPDelta(p.Rho, p.AggregatesEpsilon) > p.AggregatesDelta {
-					t.Errorf("Gaussian: Σρ_i = %v for ρ = %v (δ %v for %v)", sumRho, p.Rho, ZCDPDelta(p.Rho, p.AggregatesEpsilon), p.AggregatesDelta)
+				if sumRho > p.Rho {
+					t.Errorf("Gaussian: Σρ_i = %v for ρ = %v", sumRho, p.Rho)
+				}
+				if p.Composition == CompositionZCDP {
+					// The release's parts composed in zCDP (jointrho.go).
+					sel := selectionRho(p)
+					if d := ZCDPDelta(sel+p.Rho, o.Epsilon); d > o.Delta-p.Selection.ThresholdDelta {
+						t.Errorf("Gaussian, zCDP composition: ρ_sel %v + ρ %v gives δ %v > δ − δ_T = %v", sel, p.Rho, d, o.Delta-p.Selection.ThresholdDelta)
+					}
+				} else if ZCDPDelta(p.Rho, p.AggregatesEpsilon) > p.AggregatesDelta {
+					t.Errorf("Gaussian: ρ = %v gives δ %v for %v", p.Rho, ZCDPDelta(p.Rho, p.AggregatesEpsilon), p.AggregatesDelta)
 				}
 			}
 		}
@@ -316,9 +325,30 @@ func TestConservativeGaussian(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ratio := p.UnitSigma / p.AnalyticUnitSigma
-	t.Logf("ε_a=%v δ_a=%v: zCDP unit σ %.4f, analytic %.4f (×%.3f)", p.AggregatesEpsilon, p.AggregatesDelta, p.UnitSigma, p.AnalyticUnitSigma, ratio)
+	rho, err := maxRho(p.AggregatesEpsilon, p.AggregatesDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := 1 / math.Sqrt(2*rho)
+	ratio := split / p.AnalyticUnitSigma
+	t.Logf("ε_a=%v δ_a=%v: zCDP unit σ of the aggregates' own share %.4f, analytic %.4f (×%.3f); composed with the selection in zCDP (%s) %.4f", p.AggregatesEpsilon, p.AggregatesDelta, split, p.AnalyticUnitSigma, ratio, p.Composition, p.UnitSigma)
 	if ratio < 1 || ratio > 1.2 {
 		t.Errorf("zCDP σ / analytic σ = %v, expected in [1, 1.2]", ratio)
 	}
+	if p.Composition != CompositionZCDP || p.UnitSigma > 0.65*split {
+		t.Errorf("the default release's aggregates are not composed in zCDP (%s, σ %v against %v)", p.Composition, p.UnitSigma, split)
+	}
+}
+
+// selectionRho is the zCDP ρ of a plan's dp_sips key selection: its rounds
+// and its tests of Δ0 (as sqlext/accounting charges it).
+func selectionRho(p *Plan) float64 {
+	var r float64
+	for _, x := range p.Selection.Rounds {
+		r += 1 / (2 * x.Sigma * x.Sigma)
+	}
+	if a := p.Selection.Auto; a != nil {
+		r += float64(a.Tests) / (2 * a.TestSigma * a.TestSigma)
+	}
+	return r
 }
