@@ -114,7 +114,10 @@ func TestDemoTopWordsAccuracy(t *testing.T) {
 		mean += m / seeds
 	}
 	t.Logf("COUNT(*) of the 20 most frequent demo words at the defaults: median relative error, mean over %d seeds %.3f, range [%.3f, %.3f] (target 0.10)", seeds, mean, meds[0], meds[seeds-1])
-	if mean > 0.2 {
-		t.Errorf("mean median relative error %.3f: the bounding regressed (0.15 when measured)", mean)
+	// 0.172 before the aggregates were composed with the selection in zCDP
+	// and counted under a row budget (docs/privacy.md, "COUNT(*) per key"),
+	// 0.118 after (these seeds).
+	if mean > 0.14 {
+		t.Errorf("mean median relative error %.3f: the bounding regressed (0.118 when measured)", mean)
 	}
 }

@@ -292,6 +292,16 @@ func (p *Pipeline) rowsErrorStats(kept [][]int32, ai int, capC float64) ([]int, 
 	tau := ErrorKeys * math.Sqrt(2/math.Pi) * sigma / (float64(mq) * unit)
 	s := p.stride
 	xs := make([]float64, len(ms)-1)
+	if p.plan.rowBudget() { // counts under a row budget of Δ0_a·m (rowbudget.go)
+		d, rows := p.plan.statGroups(), userRows(p)
+		for i := range xs {
+			for _, r := range rows {
+				du := float64(budgetKept(r, d, ms[i]) - budgetKept(r, d, ms[i+1]))
+				xs[i] += min(max(du, 0)/(unit*float64(ms[i]-ms[i+1])), capC)
+			}
+		}
+		return ms, xs, tau
+	}
 	for i := range xs {
 		for u, l := range p.lists {
 			var du float64

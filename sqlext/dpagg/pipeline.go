@@ -380,6 +380,7 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 		p.tieKeys() // from the plan, not on the first user that needs it
 	}
 	m := uint64(p.plan.MaxRowsPerGroup)
+	budget := p.plan.rowBudget()
 	var idx []int32
 	for u, l := range p.lists {
 		s := p.stride
@@ -391,22 +392,34 @@ func (p *Pipeline) bound(choose func(u uint32, idx []int32) []int32, emit func(u
 		for _, i := range kept {
 			emit(uint32(u), uint32(l[int(i)*s]>>32))
 		}
-		if p.plan.AggregateGroups > 0 {
+		left := uint64(p.plan.AggregateGroups) * m // the row budget (rowbudget.go)
+		switch {
+		case budget:
+			kept = p.budgetKeys(l, idx, m)
+		case p.plan.AggregateGroups > 0:
 			kept = p.aggregateKeys(l, idx)
 		}
 		for _, i := range kept {
 			e := l[int(i)*s : int(i+1)*s]
 			k := uint32(e[0] >> 32)
+			mk := m // the rows the pair may count
+			if budget {
+				if left == 0 {
+					break
+				}
+				mk = min(e[0]&0xffffffff, m, left)
+				left -= mk
+			}
 			si := 0
 			for ai, c := range p.cols {
 				stats := p.plan.Aggregates[ai].Stats
 				switch c.kind {
 				case CountRows:
-					tot[si][k] += int64(min(e[0]&0xffffffff, m))
+					tot[si][k] += int64(min(e[0]&0xffffffff, mk))
 				case CountUnits:
 					tot[si][k]++
 				case CountValues:
-					tot[si][k] += int64(min(e[c.off], m))
+					tot[si][k] += int64(min(e[c.off], mk))
 				case Sum:
 					tot[si][k] += sumContribution(e[c.off], c.sumAt(e), m, c.h, &stats[0])
 				case Avg:

@@ -76,7 +76,7 @@ var topGroupsGrid = []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 // for users whose row counts per key are rows[u] (any order), m the
 // chosen max_rows_per_group and kappa the noise σ per unit of ℓ2
 // sensitivity. It uses TopGroupsSlots of the tester's slots.
-func (t *tester) chooseAggregateGroups(rows [][]uint32, m int, kappa float64) (int, error) {
+func (t *tester) chooseAggregateGroups(rows [][]uint32, m int, kappa float64, budget bool) (int, error) {
 	if t.left < TopGroupsSlots {
 		panic("dpagg: more bound tests than planned")
 	}
@@ -88,7 +88,7 @@ func (t *tester) chooseAggregateGroups(rows [][]uint32, m int, kappa float64) (i
 	if err != nil {
 		return 0, err
 	}
-	obj := topGroupsLoss(rows, m)
+	obj := topGroupsLoss(rows, m, budget)
 	best, bestJ := 0, math.Inf(1)
 	for i, d := range topGroupsGrid {
 		z, err := gau.Sample(t.rng)
@@ -106,12 +106,24 @@ func (t *tester) chooseAggregateGroups(rows [][]uint32, m int, kappa float64) (i
 
 // topGroupsLoss returns, per grid value d, Σ_u min(loss_u(d)/m, B) in
 // integer units of 1/TopGroupsUnits (each user's term rounded down, so
-// it stays in [0, TopGroupsUnits·B]).
-func topGroupsLoss(rows [][]uint32, m int) []int64 {
+// it stays in [0, TopGroupsUnits·B]). Under a row budget (rowbudget.go)
+// loss_u(d) is the user's rows beyond min(Σ_k min(rows_k, m), d·m).
+func topGroupsLoss(rows [][]uint32, m int, budget bool) []int64 {
 	out := make([]int64, len(topGroupsGrid))
 	capUnits := int64(TopGroupsUnits * TopGroupsLossCap)
 	var sorted []uint32
 	for _, r := range rows {
+		if budget { // rowbudget.go: d·m rows over all of the user's keys
+			var total int64
+			for _, c := range r {
+				total += int64(c)
+			}
+			for gi, d := range topGroupsGrid {
+				loss := (total - budgetKept(r, d, m)) * TopGroupsUnits / int64(m)
+				out[gi] += min(loss, capUnits)
+			}
+			continue
+		}
 		sorted = append(sorted[:0], r...)
 		slices.SortFunc(sorted, func(a, b uint32) int { return int(b) - int(a) })
 		var total, kept int64
@@ -159,7 +171,7 @@ func (p *Pipeline) chooseAggregateGroups(c *Chosen) error {
 		}
 		rows[u] = r
 	}
-	d, err := p.tests.chooseAggregateGroups(rows, max(c.MaxRowsPerGroup, p.plan.MaxRowsPerGroup), p.plan.unitKappa())
+	d, err := p.tests.chooseAggregateGroups(rows, max(c.MaxRowsPerGroup, p.plan.MaxRowsPerGroup), p.plan.unitKappa(), p.plan.countsOnly())
 	if err != nil {
 		return err
 	}

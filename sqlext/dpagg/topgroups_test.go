@@ -52,25 +52,13 @@ func TestTopGroupsNeighbourSensitivity(t *testing.T) {
 				si++
 			}
 		}
-		ja, jb := topGroupsLoss(userRows(pa), o.MaxRowsPerGroup), topGroupsLoss(userRows(pb), o.MaxRowsPerGroup)
+		ja, jb := topGroupsLoss(userRows(pa), o.MaxRowsPerGroup, false), topGroupsLoss(userRows(pb), o.MaxRowsPerGroup, false)
 		for i := range ja {
 			if x := jb[i] - ja[i]; x < 0 || x > TopGroupsUnits*TopGroupsLossCap {
 				t.Fatalf("iter %d: J(%d) moved by %d units", it, topGroupsGrid[i], x)
 			}
 		}
 	}
-}
-
-// userRows returns each user's rows per key, as chooseAggregateGroups sees them.
-func userRows(p *Pipeline) [][]uint32 {
-	p.group()
-	out := make([][]uint32, len(p.lists))
-	for u, l := range p.lists {
-		for i := 0; i < len(l); i += p.stride {
-			out[u] = append(out[u], uint32(l[i]&0xffffffff))
-		}
-	}
-	return out
 }
 
 // TestTopKeys: the kept keys are those with the most rows, ties by the
