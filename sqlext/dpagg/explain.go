@@ -47,6 +47,9 @@ func (p *Plan) Facts() []explain.Fact {
 		explain.F("aggregates_noise", "discrete "+string(p.Noise), "integer-valued noise, sampled exactly, added to each aggregate's exact total"))
 	if p.Noise == Gaussian {
 		facts = append(facts, explain.F("aggregates_rho", p.Rho, "zCDP ρ of all aggregates together"))
+		if p.Composition == CompositionZCDP {
+			facts = append(facts, explain.F("aggregates_composition", "zcdp", "the aggregates get the ρ that ε and δ leave once key selection's ρ is added in zCDP (more than aggregates_epsilon and aggregates_delta alone would give); the release is (ε, δ)-DP by one conversion (jointrho.go)"))
+		}
 	}
 	facts = append(facts, p.gaussianAutoFacts()...) // noiseauto.go
 	for i, a := range p.Aggregates {
