@@ -686,7 +686,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 				items = items[:n]
 			}
 			if bounded && len(items) > bound {
-				items = securerand.SampleInPlace(rng, items, bound)
+				items = securerand.SampleIDs(rng, items, bound)
 			}
 			h.Update(items, nil)
 			continue
@@ -709,7 +709,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 			if greedy {
 				items, prio = topByPriority(items, prio, h.Tie, bound)
 			} else {
-				items = securerand.SampleInPlace(rng, items, bound)
+				items = securerand.SampleIDs(rng, items, bound)
 			}
 		}
 		h.Update(items, prio)
@@ -774,7 +774,9 @@ func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, or
 			if w <= 0 {
 				continue
 			}
-			seen[i] = max(seen[i], w)
+			if w > seen[i] { // max(seen[i], w) for w > 0 and seen[i] ≥ 0
+				seen[i] = w
+			}
 			if d.draw(rng, w) {
 				done[i>>6] |= 1 << (i & 63)
 				released = append(released, uint32(i))

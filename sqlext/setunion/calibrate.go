@@ -367,10 +367,16 @@ func (c Calibration) drawer(r int) draw {
 	return d
 }
 
-// draws is securerand.Bernoulli(rng, d.p(w)).
+// draws is securerand.Bernoulli(rng, d.p(w)). In the tail it is
+// securerand.BernoulliBelow(rng, tailBits, …) written out: its first word
+// decides alone in all but 2^−tailBits of the draws, without a call.
 func (d draw) draw(rng *rand.Rand, w float64) bool {
 	if w > d.lo && w <= d.hi {
-		return securerand.BernoulliBelow(rng, tailBits, func() float64 { return d.p(w) })
+		x := rng.Uint64()
+		if x>>(64-tailBits) != 0 {
+			return false
+		}
+		return securerand.BernoulliBelowWord(rng, tailBits, x, d.p(w))
 	}
 	return securerand.Bernoulli(rng, d.p(w))
 }
