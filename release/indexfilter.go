@@ -76,12 +76,18 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 }
 
 // itemKept is step 1's record of an index item: its first row among the
-// kept users' entries, its number of kept holders and the sum of their
+// kept users' entries (as its complement, so that the zeroed record
+// means "none yet" and a max keeps the least row, with no pass setting
+// every record first), its number of kept holders and the sum of their
 // counts, together so that an entry's update touches one cache line.
 type itemKept struct {
-	minFirst, holders uint32
+	notFirst, holders uint32
 	occ               uint64
 }
+
+// firstRow returns the item's first row among the kept users' entries;
+// held reports whether it has one.
+func (k *itemKept) firstRow() (row uint32, held bool) { return ^k.notFirst, k.holders > 0 }
 
 // keptScan is step 1 of filteredPrepared: per item its first row, kept
 // holders and occurrences, the kept users with entries and their list
@@ -102,9 +108,6 @@ func (x *Index) scanKept(order []uint32, skip uint64, keep []bool) *keptScan {
 		n = len(order)
 	}
 	s := &keptScan{per: make([]itemKept, len(x.items))}
-	for i := range s.per {
-		s.per[i].minFirst = math.MaxUint32
-	}
 	most := 0 // users kept, an upper bound of those with entries
 	for _, k := range keep {
 		if k {
@@ -129,7 +132,7 @@ func (x *Index) scanKept(order []uint32, skip uint64, keep []bool) *keptScan {
 				continue
 			}
 			p := &s.per[it]
-			p.minFirst = min(p.minFirst, x.first[j])
+			p.notFirst = max(p.notFirst, ^x.first[j]) // rows < 2³²−1: ^row > 0
 			if p.holders == 0 {
 				s.held++
 			}
@@ -154,7 +157,7 @@ func (s *keptScan) byFirstRow() []uint64 {
 	keys := make([]uint64, 0, s.held)
 	var last uint32
 	for i := range s.per {
-		if f := s.per[i].minFirst; f != math.MaxUint32 {
+		if f, held := s.per[i].firstRow(); held {
 			keys = append(keys, uint64(f)<<32|uint64(i))
 			last = max(last, f)
 		}
