@@ -6,8 +6,6 @@ import (
 	"github.com/dolthub/go-mysql-server/sql"
 	"github.com/dolthub/go-mysql-server/sql/expression"
 	"github.com/dolthub/go-mysql-server/sql/types"
-
-	"github.com/dpsql/dpsql/release/sealed"
 )
 
 // # A unit filter that is one comparison of a BIGINT unit
@@ -21,11 +19,10 @@ import (
 // never NULL and never fails, and NOT of a boolean is its negation. Its
 // sealed evaluation's work and the row's budget are the same for every
 // unit (they count the bytes of the values read, 8 for every int64), so
-// the sealed program skips every row or none: NewScan evaluates it once,
-// sealed, on the units c − 1, c and c + 1 (probeUnitCompare), and takes
-// the native comparison only if none is skipped and each gives the
-// native answer (a limits.release_row_work of a few bytes skips them
-// all, and the sealed program then runs, keeping nobody). keepUsers then compares each user's
+// the sealed program skips every row or none: NewScan takes the native
+// comparison only when it skips none (sealed.Program.ScalarWorkFits; a
+// limits.release_row_work of a few bytes skips them all, and the sealed
+// program then runs, keeping nobody). keepUsers then compares each user's
 // int64, given back from its decimal text, with the constant instead of
 // running the sealed program (about 100 ns a user on this machine, a
 // session copy per release): the same users, decided by the statement's
@@ -103,33 +100,6 @@ func compileUnitCompare(filter sql.Expression, unitAt int, unitType sql.Type) (*
 		return nil, false // NULL, or a value of another Go type
 	}
 	return &unitCompare{op: op, c: c, not: not}, true
-}
-
-// probeUnitCompare reports whether the sealed program p of the filter,
-// evaluated in ctx's session on rows whose unit (at unitAt of width
-// columns) is c − 1, c and c + 1, keeps each row exactly when u does.
-func probeUnitCompare(ctx *sql.Context, p *sealed.Program, width, unitAt int, u *unitCompare) bool {
-	ev := p.NewEvaluator(ctx)
-	row := make(sql.Row, width)
-	for _, d := range []int64{-1, 0, 1} {
-		v := u.c + d
-		if (d < 0 && v > u.c) || (d > 0 && v < u.c) {
-			continue // overflow: no such int64
-		}
-		row[unitAt] = v
-		if !ev.Row(row) {
-			return false // skipped (its work): for every unit alike
-		}
-		f, ok := ev.Value(0)
-		if !ok || f == nil {
-			return false
-		}
-		b, err := sql.ConvertToBool(ev.Context(), f)
-		if err != nil || b != u.keep(strconv.FormatInt(v, 10)) {
-			return false
-		}
-	}
-	return true
 }
 
 // isUnit reports whether e reads the unit column at unitAt as it is.

@@ -87,12 +87,28 @@ func TestUnitCompareAsSealed(t *testing.T) {
 		}
 	}
 	// A row-work bound of a few bytes skips every row: the sealed program
-	// runs (and keeps nobody).
-	small := sealed.DefaultLimits()
-	small.MaxRowWork = 11
-	f := expression.NewLessThan(unit, expression.NewLiteral(int64(5), types.Int64))
-	if s, err := NewScan(ctx, "demo", "words", tbl, "user_id", Expr{E: f}, []Expr{{E: column(tbl, "word")}}, small); err == nil && s.unitCmp != nil {
-		t.Errorf("%s with release_row_work = 11: compiled to a native comparison", f)
+	// runs (and keeps nobody). Around the bound where rows start to fit,
+	// the native comparison is taken only where it keeps what the sealed
+	// program keeps.
+	users := &Index{users: []string{"-3", "4", "5", "6", "9223372036854775807"}}
+	native := 0
+	for work := 1; work <= 200; work++ {
+		lim := sealed.DefaultLimits()
+		lim.MaxRowWork = work
+		f := expression.NewNot(expression.NewLessThan(unit, expression.NewLiteral(int64(5), types.Int64)))
+		s, err := NewScan(ctx, "demo", "words", tbl, "user_id", Expr{E: f}, []Expr{{E: column(tbl, "word")}}, lim)
+		if err != nil || s.unitCmp == nil {
+			continue
+		}
+		native++
+		got, _ := s.keepUsers(ctx, users)
+		s.unitCmp = nil
+		if want, _ := s.keepUsers(ctx, users); !slices.Equal(got, want) {
+			t.Fatalf("release_row_work = %d: native %v, sealed %v", work, got, want)
+		}
+	}
+	if native == 0 || native == 200 {
+		t.Fatalf("the native comparison was taken for %d of 200 row-work bounds: the bound is not tested", native)
 	}
 	word := column(tbl, "word")
 	for _, f := range []sql.Expression{
