@@ -129,8 +129,10 @@ func (s *Scan) indexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (*setuni
 
 // keepUsers evaluates the unit filter for every user of x, as Scan.Run
 // evaluates the filter's program on a row: a row whose evaluation is
-// skipped (its work), fails, is NULL or false is left out. ok is false
-// only when ctx ended.
+// skipped (its work), fails, is NULL or false is left out. A filter that
+// is one comparison of a BIGINT unit with a constant is compared natively,
+// with the same result (keepCompared, unitcmp.go). ok is false only when
+// ctx ended.
 func (s *Scan) keepUsers(ctx *sql.Context, x *Index) (keep []bool, ok bool) {
 	if s.unitCmp != nil {
 		return s.keepCompared(ctx, x)

@@ -124,6 +124,9 @@ func (p *Prepared) listsFor(m Mechanism) [][]uint64 {
 	if m.greedy() {
 		return p.lists()
 	}
+	if p.lazyLists != nil {
+		return nil // not read, and possibly being laid out by a greedy release
+	}
 	return p.g.Lists
 }
 
