@@ -25,9 +25,10 @@ import (
 // program then runs, keeping nobody). keepUsers then compares each user's
 // int64, given back from its decimal text, with the constant instead of
 // running the sealed program (about 100 ns a user on this machine, a
-// session copy per release): the same users, decided by the statement's
-// shape alone (TestUnitCompareAsSealed compares the two on every shape
-// with random constants and units).
+// session copy per release): the same users, the choice decided by the
+// statement's shape, the unit's type and the limits, before any row is
+// read (TestUnitCompareAsSealed compares the two on every shape with
+// random constants and units, and the choice for small row-work limits).
 //
 // Anything else — other types, unsigned or other literals, NULL, other
 // functions — runs the sealed program as before.
