@@ -19,16 +19,22 @@ import (
 // without a sort per user or an allocation per user: three passes over
 // the kept users' entries and one radix sort of the items they hold.
 //
-//  1. Per item, its first row among the kept users' entries and its
-//     number of kept holders; per kept user, its number of entries.
+//  1. Per item, its first row among the kept users' entries, its
+//     number of kept holders and their occurrences (one record per item,
+//     so an entry updates one cache line); per kept user, its number of
+//     entries.
 //  2. The items held, by that first row (a stable radix sort of
 //     (first row, id) on the first row's bits: ties, which one key
 //     column cannot give since a row holds one value, go by id), give
 //     the new ids; each kept entry goes to its new item's bucket, the
 //     buckets in new-id order, each filled by ascending kept user.
-//  3. Reading the buckets in new-id order and appending each entry to
-//     its user's list gives every list in ascending new-id order: the
-//     sorted lists, without sorting them.
+//  3. Reading the buckets in new-id order and appending each item's id
+//     to its holders' lists gives every list in ascending new-id order:
+//     the sorted lists, without sorting them. A bucket holds the kept
+//     user's ordinal only (4 bytes), and only the flat item ids are laid
+//     out: the entries with their counts, which only the greedy
+//     mechanisms read, are made on demand (entries), so a release of
+//     the other mechanisms writes 8 bytes per kept pair instead of 20.
 //
 // The work is linear in the kept entries plus the items (the sort it
 // replaces added a logarithm per entry), reads only the index and keep,
@@ -40,7 +46,9 @@ import (
 
 // filteredPrepared returns filtered(view, keep) prepared for releases:
 // the same Grouped, laid out flat, with the Prepared's sums computed in
-// the regrouping's last pass (setunion.PreparedFromParts).
+// the regrouping's passes (setunion.PreparedFromParts). The lists' entries
+// with their counts, which only the greedy mechanisms read, are laid out
+// when a release first asks for them (entries), not by every release.
 func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, error) {
 	valueView := view == ValueView
 	var order []uint32
@@ -50,9 +58,11 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 	}
 	s := x.scanKept(order, skip, keep)
 	keys := s.byFirstRow()
-	items, newID, start := x.renumber(keys, s.holders, valueView)
+	items, newID, start, occ := x.renumber(keys, s.per, valueView)
 	bucket := x.bucketByItem(s, skip, newID, start)
-	ents, parts := s.lists(bucket, start, len(keys))
+	parts := s.lists(bucket, start, len(keys))
+	parts.ItemOcc = occ
+	parts.Entries = func() []uint64 { return x.entries(s, skip, newID) }
 	users := make([]string, len(s.kept))
 	for k, u := range s.kept {
 		users[k] = x.users[u]
@@ -61,18 +71,33 @@ func (x *Index) filteredPrepared(view int, keep []bool) (*setunion.Prepared, err
 	// index's), distinct users and items (a subset of the index's): the
 	// shape PrepareFlat checks, by construction (and
 	// TestFilteredPreparedAsReference).
-	f := setunion.FlatGrouped{Users: users, Items: items, Entries: ents, Off: s.off, Occurrences: s.occ}
+	f := setunion.FlatGrouped{Users: users, Items: items, Off: s.off, Occurrences: s.occ}
 	return setunion.PreparedFromParts(f, parts), nil
 }
 
-// keptScan is step 1 of filteredPrepared: per item its first row and
-// kept holders, the kept users with entries and their list offsets.
+// itemKept is step 1's record of an index item: its first row among the
+// kept users' entries (as its complement, so that the zeroed record
+// means "none yet" and a max keeps the least row, with no pass setting
+// every record first), its number of kept holders and the sum of their
+// counts, together so that an entry's update touches one cache line.
+type itemKept struct {
+	notFirst, holders uint32
+	occ               uint64
+}
+
+// firstRow returns the item's first row among the kept users' entries;
+// held reports whether it has one.
+func (k *itemKept) firstRow() (row uint32, held bool) { return ^k.notFirst, k.holders > 0 }
+
+// keptScan is step 1 of filteredPrepared: per item its first row, kept
+// holders and occurrences, the kept users with entries and their list
+// offsets.
 type keptScan struct {
-	minFirst, holders []uint32
-	kept              []uint32
-	off               []int
-	occ               int64
-	held, longest     int // items with a kept holder; the longest list
+	per           []itemKept
+	kept          []uint32
+	off           []int
+	occ           int64
+	held, longest int // items with a kept holder; the longest list
 }
 
 // scanKept reads the entries of the kept users (in order when it is not
@@ -82,10 +107,7 @@ func (x *Index) scanKept(order []uint32, skip uint64, keep []bool) *keptScan {
 	if order != nil {
 		n = len(order)
 	}
-	s := &keptScan{minFirst: make([]uint32, len(x.items)), holders: make([]uint32, len(x.items))}
-	for i := range s.minFirst {
-		s.minFirst[i] = math.MaxUint32
-	}
+	s := &keptScan{per: make([]itemKept, len(x.items))}
 	most := 0 // users kept, an upper bound of those with entries
 	for _, k := range keep {
 		if k {
@@ -109,12 +131,15 @@ func (x *Index) scanKept(order []uint32, skip uint64, keep []bool) *keptScan {
 			if it == skip {
 				continue
 			}
-			s.minFirst[it] = min(s.minFirst[it], x.first[j])
-			if s.holders[it] == 0 {
+			p := &s.per[it]
+			p.notFirst = max(p.notFirst, ^x.first[j]) // rows < 2³²−1: ^row > 0
+			if p.holders == 0 {
 				s.held++
 			}
-			s.holders[it]++
-			s.occ += int64(e & 0xffffffff)
+			p.holders++
+			c := e & 0xffffffff
+			p.occ += c
+			s.occ += int64(c)
 			m++
 		}
 		if m > 0 {
@@ -131,8 +156,8 @@ func (x *Index) scanKept(order []uint32, skip uint64, keep []bool) *keptScan {
 func (s *keptScan) byFirstRow() []uint64 {
 	keys := make([]uint64, 0, s.held)
 	var last uint32
-	for i, f := range s.minFirst {
-		if f != math.MaxUint32 {
+	for i := range s.per {
+		if f, held := s.per[i].firstRow(); held {
 			keys = append(keys, uint64(f)<<32|uint64(i))
 			last = max(last, f)
 		}
@@ -142,37 +167,39 @@ func (s *keptScan) byFirstRow() []uint64 {
 }
 
 // renumber gives the held items their new ids in keys' order: their
-// texts, the new id of each old id, and each new id's bucket start.
-func (x *Index) renumber(keys []uint64, holders []uint32, valueView bool) (items []string, newID, start []uint32) {
+// texts, the new id of each old id, each new id's bucket start and
+// occurrences.
+func (x *Index) renumber(keys []uint64, per []itemKept, valueView bool) (items []string, newID, start []uint32, occ []uint64) {
 	items = make([]string, len(keys))
 	newID = make([]uint32, len(x.items))
 	start = make([]uint32, len(keys)+1)
+	occ = make([]uint64, len(keys))
 	for id, key := range keys {
 		i := uint32(key)
 		newID[i] = uint32(id)
-		start[id+1] = start[id] + holders[i]
+		start[id+1] = start[id] + per[i].holders
+		occ[id] = per[i].occ
 		items[id] = x.items[i]
 		if valueView {
 			items[id], _ = itemText(x.items[i])
 		}
 	}
-	return items, newID, start
+	return items, newID, start, occ
 }
 
 // bucketByItem puts every kept entry in its new item's bucket, as its
-// kept ordinal and count, the buckets filled by ascending kept user.
-func (x *Index) bucketByItem(s *keptScan, skip uint64, newID, start []uint32) []uint64 {
-	bucket := make([]uint64, s.off[len(s.off)-1])
+// user's kept ordinal, the buckets filled by ascending kept user.
+func (x *Index) bucketByItem(s *keptScan, skip uint64, newID, start []uint32) []uint32 {
+	bucket := make([]uint32, s.off[len(s.off)-1])
 	pos := slices.Clone(start[:len(start)-1])
 	for k, u := range s.kept {
 		for j := x.offs[u]; j < x.offs[u+1]; j++ {
-			e := x.ents[j]
-			it := e >> 32
+			it := x.ents[j] >> 32
 			if it == skip {
 				continue
 			}
 			id := newID[it]
-			bucket[pos[id]] = uint64(k)<<32 | e&0xffffffff
+			bucket[pos[id]] = uint32(k)
 			pos[id]++
 		}
 	}
@@ -180,29 +207,38 @@ func (x *Index) bucketByItem(s *keptScan, skip uint64, newID, start []uint32) []
 }
 
 // lists is step 3: the buckets in new-id order make every user's list
-// ascending; the same pass gives the flat ids and the per-item sums of
-// the Prepared.
-func (s *keptScan) lists(bucket []uint64, start []uint32, items int) ([]uint64, setunion.FlatParts) {
-	pairs := len(bucket)
-	ents := make([]uint64, pairs)
-	parts := setunion.FlatParts{IDs: make([]uint32, pairs), ItemUsers: make([]uint32, items),
-		ItemOcc: make([]uint64, items), Longest: s.longest}
+// ascending; the same pass gives the flat ids and the items' holders.
+func (s *keptScan) lists(bucket []uint32, start []uint32, items int) setunion.FlatParts {
+	parts := setunion.FlatParts{IDs: make([]uint32, len(bucket)), ItemUsers: make([]uint32, items), Longest: s.longest}
 	fill := make([]int, len(s.kept))
 	copy(fill, s.off)
 	for id := range items {
 		bs := bucket[start[id]:start[id+1]]
 		parts.ItemUsers[id] = uint32(len(bs))
-		var sum uint64
-		for _, b := range bs {
-			k, c := b>>32, b&0xffffffff
-			ents[fill[k]] = uint64(id)<<32 | c
+		for _, k := range bs {
 			parts.IDs[fill[k]] = uint32(id)
 			fill[k]++
-			sum += c
 		}
-		parts.ItemOcc[id] = sum
 	}
-	return ents, parts
+	return parts
+}
+
+// entries lays out the kept users' entries (new id, count) end to end,
+// each user's ascending by new id, as the flat ids of lists: for the
+// releases that read counts (the greedy mechanisms), once per release.
+func (x *Index) entries(s *keptScan, skip uint64, newID []uint32) []uint64 {
+	ents := make([]uint64, 0, s.off[len(s.off)-1])
+	for _, u := range s.kept {
+		lo := len(ents)
+		for j := x.offs[u]; j < x.offs[u+1]; j++ {
+			e := x.ents[j]
+			if it := e >> 32; it != skip {
+				ents = append(ents, uint64(newID[it])<<32|e&0xffffffff)
+			}
+		}
+		slices.Sort(ents[lo:])
+	}
+	return ents
 }
 
 // sortByHigh sorts keys, which come in ascending order of their low 32

@@ -51,20 +51,27 @@ func TestFilteredPreparedAsReference(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := x.filteredPrepared(view, keep)
-					if err != nil {
-						t.Fatal(err)
-					}
 					where := fmt.Sprintf("trial %d column %s density %v view %d", trial, col, density, view)
-					if fmt.Sprint(got.Grouped()) != fmt.Sprint(want.Grouped()) || got.Stats() != want.Stats() {
-						t.Fatalf("%s:\ngot  %v %+v\nwant %v %+v", where, got.Grouped(), got.Stats(), want.Grouped(), want.Stats())
-					}
 					for mi, o := range mechs {
+						// A fresh one per release: the lists with their
+						// counts are laid out only for the mechanisms that
+						// read them (the greedy ones).
+						got, err := x.filteredPrepared(view, keep)
+						if err != nil {
+							t.Fatal(err)
+						}
 						seed := r.Uint64()
 						a, b := preparedRelease(t, o, got, seed), preparedRelease(t, o, want, seed)
 						if fmt.Sprintf("%+v", a) != fmt.Sprintf("%+v", b) {
 							t.Fatalf("%s mechanism %d: release\n%+v\nwant\n%+v", where, mi, a, b)
 						}
+					}
+					got, err := x.filteredPrepared(view, keep)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(got.Grouped()) != fmt.Sprint(want.Grouped()) || got.Stats() != want.Stats() {
+						t.Fatalf("%s:\ngot  %v %+v\nwant %v %+v", where, got.Grouped(), got.Stats(), want.Grouped(), want.Stats())
 					}
 				}
 			}

@@ -129,9 +129,14 @@ func (s *Scan) indexedPairs(ctx *sql.Context, ix *Indexes, i, view int) (*setuni
 
 // keepUsers evaluates the unit filter for every user of x, as Scan.Run
 // evaluates the filter's program on a row: a row whose evaluation is
-// skipped (its work), fails, is NULL or false is left out. ok is false
-// only when ctx ended.
+// skipped (its work), fails, is NULL or false is left out. A filter that
+// is one comparison of a BIGINT unit with a constant is compared natively,
+// with the same result (keepCompared, unitcmp.go). ok is false only when
+// ctx ended.
 func (s *Scan) keepUsers(ctx *sql.Context, x *Index) (keep []bool, ok bool) {
+	if s.unitCmp != nil {
+		return s.keepCompared(ctx, x)
+	}
 	ev := s.unitFilter.NewEvaluator(ctx)
 	sctx := ev.Context()
 	row := make(sql.Row, len(s.src.Schema()))
@@ -161,6 +166,19 @@ func (s *Scan) keepUsers(ctx *sql.Context, x *Index) (keep []bool, ok bool) {
 			b, err := sql.ConvertToBool(sctx, f)
 			return err == nil && b
 		}()
+	}
+	return keep, true
+}
+
+// keepCompared is keepUsers for a filter that is one comparison of a
+// BIGINT unit with a constant (unitcmp.go).
+func (s *Scan) keepCompared(ctx *sql.Context, x *Index) (keep []bool, ok bool) {
+	keep = make([]bool, len(x.users))
+	for u, name := range x.users {
+		if u%checkRows == 0 && ctx.Err() != nil {
+			return nil, false // the scan reports the cancellation
+		}
+		keep[u] = s.unitCmp.keep(name)
 	}
 	return keep, true
 }

@@ -54,6 +54,10 @@ type Scan struct {
 	// release index evaluates it once per user (Indexed).
 	unitFilter *sealed.Program
 	unitAt     int
+	// unitCmp, when not nil, is the unit filter as one comparison of a
+	// BIGINT unit with a constant, which keepUsers evaluates natively
+	// (unitcmp.go).
+	unitCmp *unitCompare
 	// pushFilter and pushKeys are the filter (nil without one) and the
 	// keys as analysed (variables resolved, literals retyped), over the
 	// table's full schema: a push-down release reads them (pushdown.go).
@@ -124,6 +128,11 @@ func NewScan(ctx *sql.Context, db, name string, table sql.Table, unitCol string,
 		if s.plain != nil && unitValueType(uc.Type) && readsOnly(filter.E, ui) {
 			if p, err := sealed.Compile(ctx, []sql.Expression{filter.E}, len(sch), lim); err == nil {
 				s.unitFilter, s.unitAt = p, ui
+				probe := make(sql.Row, len(sch))
+				probe[ui] = int64(0) // every BIGINT unit has this row's work
+				if c, ok := compileUnitCompare(filter.E, ui, uc.Type); ok && p.ScalarWorkFits(probe) {
+					s.unitCmp = c
+				}
 			}
 		}
 	}

@@ -657,7 +657,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 	if b.prep != nil && !greedy {
 		fl = b.prep.flat()
 	}
-	bounded := m.Bounded()
+	bounded, additive := m.Bounded(), m.additive()
 	var items []uint32
 	var prio []float64
 	for k, u := range order {
@@ -670,7 +670,11 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 			src := fl.ids[fl.off[u]:fl.off[u+1]]
 			switch {
 			case exclude == nil && !(bounded && len(src) > bound):
-				h.Update(src, nil) // the rules without priorities only read items
+				if additive && len(src) > 0 {
+					h.addAll(src, additiveWeight(m, len(src))) // Update's additive case
+				} else {
+					h.Update(src, nil) // the rules without priorities only read items
+				}
 				continue
 			case exclude == nil:
 				items = append(items, src...)
@@ -686,7 +690,11 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 				items = items[:n]
 			}
 			if bounded && len(items) > bound {
-				items = securerand.SampleInPlace(rng, items, bound)
+				items = securerand.SampleIDs(rng, items, bound)
+			}
+			if additive && len(items) > 0 {
+				h.addAll(items, additiveWeight(m, len(items))) // Update's additive case
+				continue
 			}
 			h.Update(items, nil)
 			continue
@@ -709,7 +717,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 			if greedy {
 				items, prio = topByPriority(items, prio, h.Tie, bound)
 			} else {
-				items = securerand.SampleInPlace(rng, items, bound)
+				items = securerand.SampleIDs(rng, items, bound)
 			}
 		}
 		h.Update(items, prio)
@@ -774,8 +782,23 @@ func (b *Builder) runSIPS(ctx context.Context, rng *rand.Rand, key [2]uint64, or
 			if w <= 0 {
 				continue
 			}
-			seen[i] = max(seen[i], w)
-			if d.draw(rng, w) {
+			if w > seen[i] { // max(seen[i], w) for w > 0 and seen[i] ≥ 0
+				seen[i] = w
+			}
+			if d.inTail(w) {
+				// d.draw written out: the first word decides alone in all
+				// but 2^−tailBits of the tail's draws, without a call.
+				x := rng.Uint64()
+				if x>>(64-tailBits) != 0 {
+					continue
+				}
+				if securerand.BernoulliBelowWord(rng, tailBits, x, d.p(w)) {
+					done[i>>6] |= 1 << (i & 63)
+					released = append(released, uint32(i))
+				}
+				continue
+			}
+			if securerand.Bernoulli(rng, d.p(w)) {
 				done[i>>6] |= 1 << (i & 63)
 				released = append(released, uint32(i))
 			}

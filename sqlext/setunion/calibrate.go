@@ -367,10 +367,19 @@ func (c Calibration) drawer(r int) draw {
 	return d
 }
 
-// draws is securerand.Bernoulli(rng, d.p(w)).
+// inTail reports whether p(w) is known to lie in (0, 2^−tailBits).
+func (d draw) inTail(w float64) bool { return w > d.lo && w <= d.hi }
+
+// draws is securerand.Bernoulli(rng, d.p(w)). In the tail it is
+// securerand.BernoulliBelow(rng, tailBits, …) written out: its first word
+// decides alone in all but 2^−tailBits of the draws, without a call.
 func (d draw) draw(rng *rand.Rand, w float64) bool {
-	if w > d.lo && w <= d.hi {
-		return securerand.BernoulliBelow(rng, tailBits, func() float64 { return d.p(w) })
+	if d.inTail(w) {
+		x := rng.Uint64()
+		if x>>(64-tailBits) != 0 {
+			return false
+		}
+		return securerand.BernoulliBelowWord(rng, tailBits, x, d.p(w))
 	}
 	return securerand.Bernoulli(rng, d.p(w))
 }

@@ -51,7 +51,7 @@ func NewGroupedBuilder(o Options, g Grouped) (*Builder, error) {
 // releases exactly as b would. b must not be used afterwards.
 func (b *Builder) Grouped() Grouped {
 	if b.prep != nil {
-		return b.prep.g
+		return b.prep.Grouped()
 	}
 	b.Group()
 	return Grouped{Users: b.users.Strings(), Items: b.items.Strings(), Lists: b.lists, Occurrences: b.occurrences}
@@ -75,6 +75,6 @@ func NewCalibratedPreparedBuilder(cal Calibration, p *Prepared) (*Builder, error
 	if err != nil {
 		return nil, err
 	}
-	b.prep, b.lists, b.occurrences = p, p.g.Lists, p.g.Occurrences
+	b.prep, b.lists, b.occurrences = p, p.listsFor(cal.Mechanism), p.g.Occurrences
 	return b, nil
 }

@@ -265,7 +265,7 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 		ids, entries := src.raw(u)
 		buf = appendLeft(appendLeft(buf[:0], ids, 0, exclude), entries, 32, exclude)
 		sampledAt[k] = len(samples)
-		samples = append(samples, securerand.SampleInPlace(rng, buf, bound)...)
+		samples = append(samples, securerand.SampleIDs(rng, buf, bound)...)
 		n[k] = int32(bound)
 	}
 	// 3. The sums, each goroutine over its own range of items and every

@@ -35,6 +35,11 @@ type Prepared struct {
 
 	indexOnce sync.Once
 	index     map[string]uint32 // item → id (Result.InSupport)
+
+	// lazyLists, when not nil, lays out g.Lists, which PreparedFromParts
+	// was given without: once, on the first read (lists).
+	lazyLists func() [][]uint64
+	listsOnce sync.Once
 }
 
 // Prepare checks g's shape (as NewGroupedBuilder does: lists of strictly
@@ -96,7 +101,34 @@ func Prepare(g Grouped) (*Prepared, error) {
 }
 
 // Grouped returns the grouped input p was prepared from.
-func (p *Prepared) Grouped() Grouped { return p.g }
+func (p *Prepared) Grouped() Grouped {
+	g := p.g
+	g.Lists = p.lists()
+	return g
+}
+
+// lists returns the users' lists, laid out on the first call when p was
+// prepared without them (PreparedFromParts). Only a Prepared made for one
+// release is: one shared by releases has its lists from the start, so
+// whether they are laid out shows nothing about other releases.
+func (p *Prepared) lists() [][]uint64 {
+	if p.lazyLists != nil {
+		p.listsOnce.Do(func() { p.g.Lists = p.lazyLists() })
+	}
+	return p.g.Lists
+}
+
+// listsFor returns p's lists for a builder of mechanism m: nil when m
+// reads only the flat item ids and p has not laid out its lists.
+func (p *Prepared) listsFor(m Mechanism) [][]uint64 {
+	if m.greedy() {
+		return p.lists()
+	}
+	if p.lazyLists != nil {
+		return nil // not read, and possibly being laid out by a greedy release
+	}
+	return p.g.Lists
+}
 
 // Stats returns the input statistics of every release from p
 // (operator-only; see Stats).
@@ -194,7 +226,7 @@ func NewPreparedBuilder(o Options, p *Prepared) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{opts: o, cal: cal, prep: p, lists: p.g.Lists, occurrences: p.g.Occurrences}, nil
+	return &Builder{opts: o, cal: cal, prep: p, lists: p.listsFor(cal.Mechanism), occurrences: p.g.Occurrences}, nil
 }
 
 // own turns a builder of prepared input into one that owns its state, as
@@ -207,7 +239,7 @@ func (b *Builder) own() {
 		return
 	}
 	b.prep = nil
-	g := p.g
+	g := p.Grouped()
 	b.lists = make([][]uint64, len(g.Lists))
 	b.clean = make([]int32, len(g.Lists))
 	b.last = make([]lastSeen, len(g.Items))

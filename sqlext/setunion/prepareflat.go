@@ -92,11 +92,18 @@ func sortedSizes(off []int, longest int) []int {
 // caller that computes them in its own pass over the entries: IDs[n] is
 // the item id of Entries[n], ItemUsers[i] the number of users holding
 // item i, ItemOcc[i] the sum of their counts, Longest the longest list.
+//
+// Entries, when not nil, lays out the FlatGrouped's entries for a
+// FlatGrouped given without them (Entries nil): the lists, with their
+// counts, are read only by the greedy mechanisms (and Grouped), so the
+// Prepared calls it once, on the first such read. It must return what
+// the FlatGrouped's Entries would have been.
 type FlatParts struct {
 	IDs       []uint32
 	ItemUsers []uint32
 	ItemOcc   []uint64
 	Longest   int
+	Entries   func() []uint64
 }
 
 // PreparedFromParts returns the Prepared that PrepareFlat(f) returns,
@@ -104,20 +111,32 @@ type FlatParts struct {
 // without PrepareFlat's checks: the caller vouches for f's shape and for
 // parts (dpsql's release index builds both in one pass, and its tests
 // compare the result with Prepare's). It shares f's and parts' slices.
+// f.Entries may be nil when parts.Entries lays them out on demand.
 func PreparedFromParts(f FlatGrouped, parts FlatParts) *Prepared {
 	users := len(f.Users)
 	p := &Prepared{itemUsers: parts.ItemUsers, itemOcc: parts.ItemOcc}
 	for _, c := range parts.ItemOcc {
 		p.occ += c
 	}
-	lists := make([][]uint64, users)
-	for u := range users {
-		lo, hi := f.Off[u], f.Off[u+1]
-		lists[u] = f.Entries[lo:hi:hi]
+	p.g = Grouped{Users: f.Users, Items: f.Items, Occurrences: f.Occurrences}
+	if f.Entries != nil || parts.Entries == nil {
+		p.g.Lists = splitLists(f.Entries, f.Off)
+	} else {
+		entries, off := parts.Entries, f.Off
+		p.lazyLists = func() [][]uint64 { return splitLists(entries(), off) }
 	}
-	p.g = Grouped{Users: f.Users, Items: f.Items, Lists: lists, Occurrences: f.Occurrences}
 	p.flatL = flatLists{ids: parts.IDs, off: f.Off}
 	p.sizes = sortedSizes(f.Off, parts.Longest)
-	p.stats = Stats{Occurrences: f.Occurrences, Users: users, Pairs: int64(len(f.Entries)), DistinctItems: len(f.Items)}
+	p.stats = Stats{Occurrences: f.Occurrences, Users: users, Pairs: int64(len(parts.IDs)), DistinctItems: len(f.Items)}
 	return p
+}
+
+// splitLists returns the users' slices of entries laid out by off.
+func splitLists(entries []uint64, off []int) [][]uint64 {
+	lists := make([][]uint64, len(off)-1)
+	for u := range lists {
+		lo, hi := off[u], off[u+1]
+		lists[u] = entries[lo:hi:hi]
+	}
+	return lists
 }

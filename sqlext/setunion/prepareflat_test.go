@@ -45,7 +45,19 @@ func TestPrepareFlatAsPrepare(t *testing.T) {
 			for u := range g.Users {
 				parts.Longest = max(parts.Longest, f.Off[u+1]-f.Off[u])
 			}
+			if trial%4 == 3 { // the entries laid out on the first read
+				entries := f.Entries
+				f.Entries, parts.Entries = nil, func() []uint64 { return entries }
+			}
 			got = PreparedFromParts(f, parts)
+			if trial%4 == 3 {
+				if got.g.Lists != nil {
+					t.Fatalf("trial %d: lists laid out before a read", trial)
+				}
+				if got.Grouped(); got.g.Lists == nil {
+					t.Fatalf("trial %d: lists not laid out by Grouped", trial)
+				}
+			}
 		}
 		if !reflect.DeepEqual(got.g, want.g) || !reflect.DeepEqual(got.flatL, want.flatL) ||
 			!reflect.DeepEqual(got.itemUsers, want.itemUsers) || !reflect.DeepEqual(got.itemOcc, want.itemOcc) ||
