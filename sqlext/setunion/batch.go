@@ -223,6 +223,7 @@ func (b *Builder) AddBatch(bt *Batch) {
 	}
 	items := resize(b.batchItems, bt.items.Len())
 	known := bt.view != nil && bt.view == b.view
+	b.reserveItems(len(items))
 	for i := range items {
 		switch {
 		case known && bt.known[i] != 0:

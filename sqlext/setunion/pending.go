@@ -40,6 +40,11 @@ var flushMin = 1 << 18
 func (b *Builder) keepBatch(users, items, start []uint32, entries []uint64) {
 	p := &b.pend
 	base := len(p.buf)
+	if cap(p.buf) == 0 {
+		// Room for flushMin entries and a batch or two: after the
+		// first flush the buffer is reused as it is.
+		p.buf = make([]uint64, 0, flushMin+flushMin/4)
+	}
 	p.buf = slices.Grow(p.buf, len(entries))[:base+len(entries)]
 	dst := p.buf[base:]
 	for k, e := range entries {
@@ -139,4 +144,13 @@ func (b *Builder) appendPieces(u uint32, ps []uint32, scratch *[]uint64) {
 		b.clean[u] = int32(len(l))
 	}
 	b.lists[u] = l
+}
+
+// reserveItems makes room for n more items in the builder's item interner
+// and hints (Interner.reserve).
+func (b *Builder) reserveItems(n int) {
+	b.items.reserve(n)
+	if need := len(b.last) + n; need > cap(b.last) {
+		b.last = append(make([]lastSeen, 0, max(need, 2*cap(b.last))), b.last...)
+	}
 }
