@@ -45,9 +45,11 @@ type Batch struct {
 	runs []run
 
 	// After Group: the distinct items of user u are
-	// gItems[start[u]:start[u+1]], with their counts in gCounts.
+	// entries[start[u]:start[u+1]], each local item<<32 | count; gItems
+	// and gCounts are Group's buffers.
 	grouped bool
 	start   []uint32
+	entries []uint64
 	gItems  []uint32
 	gCounts []uint32
 	stamp   []uint32
@@ -159,7 +161,10 @@ func (bt *Batch) Group() {
 		}
 	}
 	bt.start[nu] = w
-	bt.gItems, bt.gCounts = bt.gItems[:w], bt.gCounts[:w]
+	bt.entries = slices.Grow(bt.entries[:0], int(w))[:w]
+	for k := range bt.entries {
+		bt.entries[k] = uint64(bt.gItems[k])<<32 | uint64(bt.gCounts[k])
+	}
 	if bt.view != nil {
 		v := bt.view.Load()
 		bt.known = resize(bt.known, ni)
@@ -202,10 +207,13 @@ func (b *Builder) NewBatch() *Batch {
 // order they were added to bt (see Batch). bt may be reset and reused once
 // AddBatch returns.
 //
-// With a batch from NewBatch it hashes only the batch's users (few:
-// consecutive rows mostly share one) and the items the batch's view did not
-// know, and it deduplicates users' lists in linear time without sorting
-// (maybeDedup); Group sorts them, on all cores.
+// It only maps the batch's ids to the builder's: it interns the batch's
+// users (few: consecutive rows mostly share one) and, for a batch from
+// NewBatch, the items its view did not know, reusing their hash tags. The
+// batch's grouped entries are kept, and Group builds every
+// user's list from them on all cores (pending.go): no list grows and nothing
+// is sorted here, on the goroutine that adds batches in order, which only
+// copies the entries with the builder's item ids.
 func (b *Builder) AddBatch(bt *Batch) {
 	bt.Group()
 	b.own()
@@ -215,6 +223,7 @@ func (b *Builder) AddBatch(bt *Batch) {
 	}
 	items := resize(b.batchItems, bt.items.Len())
 	known := bt.view != nil && bt.view == b.view
+	b.reserveItems(len(items))
 	for i := range items {
 		switch {
 		case known && bt.known[i] != 0:
@@ -227,62 +236,8 @@ func (b *Builder) AddBatch(bt *Batch) {
 	}
 	b.batchUsers, b.batchItems = users, items
 	b.occurrences += int64(len(bt.raw))
-	for u, gu := range users {
-		lo, hi := bt.start[u], bt.start[u+1]
-		if lo == hi {
-			continue
-		}
-		l := slices.Grow(b.lists[gu], int(hi-lo))
-		for k := lo; k < hi; k++ {
-			l = append(l, uint64(items[bt.gItems[k]])<<32|uint64(bt.gCounts[k]))
-		}
-		b.lists[gu] = l
-		b.maybeDedup(gu)
-	}
+	b.keepBatch(users, items, bt.start, bt.entries)
 	if b.view != nil {
 		b.view.Store(b.items.Publish())
 	}
-}
-
-// maybeDedup deduplicates the tail of user u's list when the list has
-// doubled since its last deduplication (or compaction), which bounds memory
-// by about twice the distinct pairs, as maybeCompact does.
-func (b *Builder) maybeDedup(u uint32) {
-	for len(b.uniq) < len(b.lists) {
-		b.uniq = append(b.uniq, 0)
-	}
-	done := min(int(max(b.uniq[u], b.clean[u])), len(b.lists[u]))
-	if l := b.lists[u]; len(l) >= 2*done+32 {
-		b.lists[u] = b.dedupUser(u, l, done)
-		b.uniq[u] = int32(len(b.lists[u]))
-	}
-}
-
-// dedupUser merges the entries of user u's list l[done:] into the
-// deduplicated prefix l[:done] in time linear in len(l), without sorting:
-// an entry whose item is already in the list adds its count there
-// (saturating, as compact does); the others stay, in order. The prefix
-// keeps its order, so a sorted prefix (clean) stays sorted.
-//
-// It marks where each item of u is in b.last (the hint add uses too, with
-// the same meaning): last[i] = {u, k} with k below the write position w and
-// l[k] an entry of item i says that i is at k. The check makes stale hints
-// (from add, or from u's earlier passes) harmless: l[:w] is deduplicated, so
-// an entry of i there is the one.
-func (b *Builder) dedupUser(u uint32, l []uint64, done int) []uint64 {
-	for k, e := range l[:done] {
-		b.last[e>>32] = lastSeen{u: u, pos: int32(k)}
-	}
-	w := done
-	for _, e := range l[done:] {
-		i := e >> 32
-		if ls := b.last[i]; ls.u == u && int(ls.pos) < w && l[ls.pos]>>32 == i {
-			l[ls.pos] = addCount(l[ls.pos], e&0xffffffff)
-			continue
-		}
-		b.last[i] = lastSeen{u: u, pos: int32(w)}
-		l[w] = e
-		w++
-	}
-	return l[:w]
 }

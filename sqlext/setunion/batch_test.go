@@ -289,7 +289,7 @@ func TestGroupParallel(t *testing.T) {
 			}
 		}
 		b.AddBatch(&bt)
-		dirty := 0
+		dirty := len(b.pend.buf)
 		for u, l := range b.lists {
 			dirty += len(l) - int(b.clean[u])
 		}
@@ -300,5 +300,27 @@ func TestGroupParallel(t *testing.T) {
 	}
 	if one, two := build(1), build(2); !one.equal(two) {
 		t.Fatal("grouping on two goroutines differs from one")
+	}
+}
+
+// TestAddBatchFlushEarly: with pending entries merged into the lists after
+// every few batches (flushMin small), and pairs added one by one between
+// batches, the grouped builder is still that of adding the pairs one by one.
+func TestAddBatchFlushEarly(t *testing.T) {
+	defer func(n int) { flushMin = n }(flushMin)
+	r := rand.New(rand.NewPCG(9, 10))
+	for trial := range 12 {
+		flushMin = []int{1, 50, 3000}[trial%3]
+		pairs := pairsOf(r, 1+r.IntN(20000), 1+r.IntN(400), 1+r.IntN(3000))
+		o := Defaults()
+		one, _ := NewBuilder(o)
+		for _, p := range pairs {
+			one.Add(p[0], p[1])
+		}
+		mode := trial % 3
+		many := batchesOf(t, r, o, pairs, mode)
+		if a, b := stateOf(one), stateOf(many); !a.equal(b) {
+			t.Fatalf("trial %d (batch mode %d, flushMin %d): grouped state differs: %+v vs %+v", trial, mode, flushMin, a.stats, b.stats)
+		}
 	}
 }

@@ -61,9 +61,9 @@ type Builder struct {
 	// view, once NewBatch was called, is the latest View of items, which
 	// the goroutines that fill batches read (AddBatch publishes a new one).
 	view *atomic.Pointer[View]
-	// uniq[u] is the length of a deduplicated, not necessarily sorted,
-	// prefix of lists[u] (maybeDedup).
-	uniq []int32
+	// pend holds the batches added since the last Group, not yet in
+	// lists (pending.go).
+	pend pending
 	// prep, when not nil, is the builder's input (NewPreparedBuilder),
 	// shared read-only with other builders: lists is prep's, and users and
 	// items stay empty until the builder is changed (own).
@@ -300,6 +300,7 @@ func (b *Builder) group(ctx context.Context) (Stats, error) {
 	if b.prep != nil {
 		return b.prep.stats, ctx.Err()
 	}
+	b.flush()
 	var dirty int
 	for u, l := range b.lists {
 		dirty += len(l) - int(b.clean[u])

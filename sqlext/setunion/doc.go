@@ -168,11 +168,14 @@
 // goroutine that adds batches in order: the goroutine that fills a batch
 // looks its distinct items up in a View of the builder's items (a snapshot
 // read concurrently, with atomic loads, while the builder goes on
-// interning), so AddBatch hashes only the items the view did not know, and
-// AddBatch deduplicates a user's list in linear time (dedupUser) instead of
-// sorting it, leaving the sorting to Group. A view only ever answers with
-// ids the builder already gave, and a miss falls back to interning, so ids
-// and lists are those of a zero Batch (TestAddBatchEqualsAdd,
+// interning), so AddBatch hashes only the items the view did not know. Nor
+// does AddBatch touch users' lists: it copies the batch's entries with the
+// builder's ids to a pending buffer, and every 2 MiB of entries (and in
+// Group) the buffer is appended to the lists on all cores, each user's
+// pieces by one goroutine (pending.go; TestAddBatchFlushEarly). A view
+// only ever answers with ids the builder already gave, and a miss falls
+// back to interning, so ids and lists are those of a zero Batch
+// (TestAddBatchEqualsAdd,
 // TestBatchesConcurrent, and `dpsql union`'s TestUnionSeededGolden).
 //
 // With Builder.SetHistogramWorkers, Release also sums the histograms of the
