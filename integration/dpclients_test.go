@@ -435,6 +435,7 @@ func wantLoginRefused(t *testing.T, c clients.Runner, target clients.Target) {
 }
 
 func mysqlCLI(t *testing.T) string {
+	externalClient(t, "the mysql command line client")
 	return testenv.Tool(t, "mysql", "apt-get install mariadb-client")
 }
 

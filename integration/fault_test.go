@@ -27,7 +27,10 @@ import (
 	"github.com/dpsql/dpsql/internal/testserver"
 	"github.com/dpsql/dpsql/server"
 	"github.com/dpsql/dpsql/server/config"
+	"github.com/dpsql/dpsql/server/governance"
 	"github.com/dpsql/dpsql/server/ledger"
+	"github.com/dpsql/dpsql/server/storage"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
 )
 
 // envServeConfig makes the test binary a governed server for the
@@ -348,28 +351,68 @@ func bigTable(t *testing.T) string {
 	return filepath.Join(bigDir, "events.tsv")
 }
 
+var (
+	bigDBOnce sync.Once
+	bigTbl    *storage.Table
+	bigDBErr  error
+)
+
+// bigEvents loads the large table once per test binary (about 10 s of a
+// core and 1 GB; TestFault5MRows' two servers loaded it each before): each
+// server gets a database of its own holding the same table, which every
+// server only reads (a protected table is wrapped in a copy with the
+// server's scan guard; the column data are shared).
+func bigEvents(t *testing.T) *storage.Database {
+	t.Helper()
+	path := bigTable(t)
+	bigDBOnce.Do(func() {
+		start := time.Now()
+		bigTbl, _, bigDBErr = storage.LoadFile("events", path, tabfile.TSV, storage.LoadOptions{Columns: []storage.ColumnSpec{
+			{Name: "user_id", Type: storage.BigInt, Typed: true},
+			{Name: "item", Type: storage.Text, Typed: true},
+			{Name: "note", Type: storage.Text, Typed: true},
+		}, Header: storage.HeaderNo})
+		t.Logf("loaded %d rows in %v", bigRows, time.Since(start).Round(time.Millisecond))
+	})
+	if bigDBErr != nil {
+		t.Fatal(bigDBErr)
+	}
+	db := storage.NewDatabase("big")
+	if err := db.AddTable(bigTbl); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // startBig serves the large table as the protected big.events, with the
 // given server read timeout (0: the default).
 func startBig(t *testing.T, readTimeout time.Duration) *govServer {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-data_dir: data
-reuse: {enabled: false}
-datasets:
-  - database: big
-    table: events
-    file: %q
-    format: tsv
-    columns:
-      - {name: user_id, type: BIGINT}
-      - {name: item, type: VARCHAR(32)}
-      - {name: note, type: TEXT}
-    privacy_unit: user_id
-%s`, bigTable(t), testserver.AccountsYAML(t, adminPassword, analystPassword, "big", 100, 1e-3))
-	start := time.Now()
-	s := testserver.GovernedYAML(t, dir, cfg, server.GovernedOptions{ConnReadTimeout: readTimeout})
-	t.Logf("loaded %d rows in %v", bigRows, time.Since(start).Round(time.Millisecond))
+	// The configuration a YAML file would give (testserver.AccountsYAML),
+	// built here: a configuration's datasets are loaded from files by every
+	// server, and this one serves a table loaded once.
+	hash := func(password string) config.PasswordHash {
+		h, err := config.HashPassword(config.NativePassword, password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	admin, analyst, off := hash(adminPassword), hash(analystPassword), false
+	cfg := &config.Config{
+		DataDir: filepath.Join(dir, "data"),
+		Reuse:   config.Reuse{Enabled: &off},
+		Limits:  config.Limits{MaxBudgetDelta: 0.5},
+		Accounts: config.Accounts{
+			Admins: []config.Admin{{User: "admin", Host: "localhost", PasswordHash: admin.String(), Password: admin}},
+			Analysts: []config.Analyst{{User: "analyst", Host: "%", PasswordHash: analyst.String(), Password: analyst,
+				Budgets: []config.Budget{{Database: "big", Epsilon: 100, Delta: 1e-3}}}},
+		},
+	}
+	s := testserver.Governed(t, server.GovernedOptions{Config: cfg, ConnReadTimeout: readTimeout,
+		Databases: []*storage.Database{bigEvents(t)},
+		Protected: []governance.ProtectedTable{{Database: "big", Table: "events", PrivacyUnit: "user_id"}}})
 	host, port := splitAddr(t, s.Addr())
 	return &govServer{Governed: s, name: "big", db: "big", dataDir: filepath.Join(dir, "data"),
 		analyst:  clients.Target{Host: host, Port: port, User: "analyst", Password: analystPassword, Database: "big"},
@@ -436,8 +479,9 @@ func waitIdle(t *testing.T, s *govServer, timeout time.Duration) time.Duration {
 	return time.Since(start)
 }
 
-// settle waits until the server has no connection left and no release
-// index build under way (a build runs outside the statement that started
+// settle waits until the server has no connection left, has ended its
+// own builds of release indexes (Governed.IndexesPrebuilt) and has no other
+// release index build under way (a build runs outside the statement that started
 // it, so it may outlive a client that left; on a loaded machine it takes
 // long), and returns the number of goroutines then: the base a statement's
 // goroutines must come back to.
@@ -446,6 +490,15 @@ func settle(t *testing.T, s *govServer) int {
 	waitIdle(t, s, 2*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// The server's own builds first (it builds the indexes and corpora of
+	// its protected tables one after another from the start, each in a
+	// goroutine: between two of them WaitIndexBuilds sees none under way,
+	// and a base counted then would miss the next one's goroutines).
+	select {
+	case <-s.IndexesPrebuilt():
+	case <-ctx.Done():
+		t.Fatal("the server's own release index builds still under way after 5 minutes")
+	}
 	if err := s.WaitIndexBuilds(ctx); err != nil {
 		t.Fatalf("release index builds still under way after 5 minutes: %v", err)
 	}

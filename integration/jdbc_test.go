@@ -12,6 +12,7 @@ import (
 // when javac, java or the Debian driver jar is missing.
 func jdbcRunner(t *testing.T) *clients.JDBC {
 	t.Helper()
+	externalClient(t, "Connector/J")
 	javac := testenv.Tool(t, "javac", "apt-get install default-jdk-headless")
 	java := testenv.Tool(t, "java", "apt-get install default-jdk-headless")
 	jar := os.Getenv("DPSQL_JDBC_JAR")

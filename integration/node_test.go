@@ -12,6 +12,7 @@ import (
 // node or the npm packages of integration/node are missing.
 func nodeRunner(t *testing.T) clients.Node {
 	t.Helper()
+	externalClient(t, "Node's mysql2")
 	n := clients.Node{Node: testenv.Tool(t, "node", "apt-get install nodejs npm"),
 		Dir: filepath.Join(testenv.ModuleRoot(), "integration", "node")}
 	if err := n.Check(); err != nil {

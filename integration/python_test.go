@@ -15,6 +15,7 @@ import (
 // SQLAlchemy or PyMySQL cannot be imported.
 func pythonRunner(t *testing.T) clients.Python {
 	t.Helper()
+	externalClient(t, "Python (pandas, PyMySQL)")
 	interp := os.Getenv("DPSQL_PYTHON")
 	if interp == "" {
 		interp = clients.DefaultPython

@@ -15,3 +15,15 @@ func fullRunOnly(t *testing.T) {
 		t.Skip("-short: the full run's end-to-end test (go test -count=1 -timeout 60m ./...)")
 	}
 }
+
+// externalClient skips t in the quick lane when it drives a client program
+// (a JVM with Connector/J, Python with pandas, Node's mysql2, the mysql
+// command line client): each starts a process (a JVM compiles its harness
+// and takes seconds of CPU), and the quick lane keeps go-sql-driver
+// sessions only; the full run drives them all.
+func externalClient(t *testing.T, name string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s is driven in the full run (go test -count=1 -timeout 60m ./...)", name)
+	}
+}

@@ -176,7 +176,7 @@ func loginMessage(t *testing.T, d *deployment, addr, user, pass string) string {
 // password checks (900 wrong passwords a second were checked before).
 func TestLoginThrottling(t *testing.T) {
 	d := newDeployment(t, false)
-	d.appendConfig(t, "login_throttle:\n  free_failures_per_address: 1000\n  free_failures_per_account: 3\n  backoff: 1s\n  max_backoff: 1s\n")
+	d.appendConfig(t, "login_throttle:\n  free_failures_per_address: 1000\n  free_failures_per_account: 3\n  backoff: 3s\n  max_backoff: 3s\n")
 	s := d.start(t)
 	addr := s.Addr()
 
@@ -207,7 +207,9 @@ func TestLoginThrottling(t *testing.T) {
 		t.Errorf("alice locked out where she logged in before: %s", m)
 	}
 
-	time.Sleep(1100 * time.Millisecond) // the back-off (1 s) ends
+	// The back-off (3 s: a login on a loaded machine may take a second,
+	// and the 4th must come within it) ends.
+	time.Sleep(3100 * time.Millisecond)
 	if m := loginMessage(t, d, addr, "bob", bobPass); m != "" {
 		t.Errorf("bob still refused after the back-off: %s", m)
 	}

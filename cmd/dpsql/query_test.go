@@ -145,7 +145,7 @@ func TestServe(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("serve exited %d", code)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
+	case <-time.After(2 * time.Minute): // ends when it stops: generous for a loaded machine
+		t.Fatal("serve did not stop within 2 minutes")
 	}
 }

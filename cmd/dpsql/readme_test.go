@@ -510,9 +510,9 @@ func (s *readmeServer) stop(t *testing.T) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute): // ends when it stops: generous for a loaded machine
 		s.cmd.Process.Kill()
-		t.Errorf("server %s did not stop on SIGTERM:\n%s", s.key, s.stderr.String())
+		t.Errorf("server %s did not stop on SIGTERM within 2 minutes:\n%s", s.key, s.stderr.String())
 	}
 }
 

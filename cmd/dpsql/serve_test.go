@@ -110,8 +110,8 @@ func TestServeEmbeddedDefault(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("serve exited %d", code)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
+	case <-time.After(2 * time.Minute): // ends when it stops: generous for a loaded machine
+		t.Fatal("serve did not stop within 2 minutes")
 	}
 	all := out.String()
 	for user, p := range pass {
@@ -138,6 +138,9 @@ func TestServeEmbeddedDefault(t *testing.T) {
 // stops the restarted server with SIGTERM while a statement runs: the
 // statement finishes, the process exits 0 and releases the ledger.
 func TestLedgerKilledMidRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test (a server process killed mid-release, restarted and stopped)")
+	}
 	dataDir := t.TempDir()
 	const apw, dpw = "analyst-test-pw", "admin-test-pw"
 	srv := startServeProcess(t, dataDir, apw, dpw)
