@@ -30,7 +30,7 @@ import (
 // users, sums their weights per item within the block) → GroupByKey on the
 // item shard → sumReleaseFn (sums an item's partial weights over user shards
 // and makes its release decision). A dp_sips round reads the user blocks
-// again with the items released so far as a side input.
+// again, joined by user shard with the items released so far (sips.go).
 //
 // A user is in exactly one user shard (a fixed hash of the privacy unit), so
 // grouping by shard and then by user inside the shard groups each user's rows
@@ -44,7 +44,6 @@ func init() {
 	register.DoFn4x0[string, []string, func(int, []byte), func(string, int64)](&userBlocksFn{})
 	register.DoFn4x0[int, func(*[]byte) bool, func(int, []byte), func(string, int64)](&mergeUsersFn{})
 	register.DoFn4x1[context.Context, int, []byte, func(int, []byte), error](&roundFn{})
-	register.DoFn5x1[context.Context, int, []byte, func(*string) bool, func(int, []byte), error](&roundExceptFn{})
 	register.DoFn4x1[int, func(*[]byte) bool, func(string), func(string, int64), error](&sumReleaseFn{})
 	register.Emitter2[int, []byte]()
 	register.Iter1[[]byte]()
@@ -415,26 +414,6 @@ func (fn *roundFn) run(block []byte, done map[string]bool, emit func(int, []byte
 		}
 	}
 	return nil
-}
-
-// roundExceptFn is roundFn for dp_sips rounds r ≥ 1: the items released by
-// earlier rounds (a side input) are removed from every user's set before it
-// is bounded. The side input is read for every element (a block of one user
-// shard: a handful per round), not once per DoFn instance: a DoFn instance
-// outlives its bundle, and an instance that kept a set read once would
-// apply it to every later bundle it is given, whatever the runner then
-// holds for the side input.
-type roundExceptFn struct {
-	roundFn
-}
-
-func (fn *roundExceptFn) ProcessElement(ctx context.Context, shard int, block []byte, done func(*string) bool, emit func(int, []byte)) error {
-	released := make(map[string]bool)
-	var it string
-	for done(&it) {
-		released[it] = true
-	}
-	return fn.run(block, released, emit)
 }
 
 // encodeWeights encodes items with their partial weights: uvarint count,

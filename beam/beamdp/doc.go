@@ -34,9 +34,11 @@
 //
 //   - dp_sips: the same, once per round r = 0..R−1, each round its own Beam
 //     stage with the round's (σ_r, ρ_r) from setunion.Calibrate; the items
-//     released by earlier rounds reach the next round as a side input and are
-//     removed from every user's set before it is bounded again (Swanberg et
-//     al. 2023; docs/privacy.md §5).
+//     released by earlier rounds reach the next round through a join with
+//     the user blocks by user shard (CoGroupByKey; not a side input, which a
+//     runner may hand out before it is complete: sips.go) and are removed
+//     from every user's set before it is bounded again (Swanberg et al.
+//     2023; docs/privacy.md §5).
 //
 //   - Sequential mechanisms (policy_laplace, policy_gaussian_l2,
 //     greedy_frequency, greedy_public; the core refuses the disabled

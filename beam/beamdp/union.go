@@ -163,7 +163,7 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (Release, error) {
 		items, released := beam.ParDo2(s, &sumReleaseFn{releaseFn{Opts: opts, Round: -1, Rand: rc, CountItems: true}}, beam.GroupByKey(s, weights))
 		return Release{Items: items, Stats: beam.Flatten(s, occurrences, userStats, released), Calibration: cal}, nil
 	}
-	var released []beam.PCollection
+	var released, done []beam.PCollection
 	parts := []beam.PCollection{occurrences, userStats}
 	for r := range cal.Rounds {
 		rs := s.Scope(fmt.Sprintf("round%d", r))
@@ -172,10 +172,21 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (Release, error) {
 		if r == 0 {
 			weights = beam.ParDo(rs, &fn, users)
 		} else {
-			done := beam.Flatten(rs, released...)
-			weights = beam.ParDo(rs, &roundExceptFn{roundFn: fn}, users, beam.SideInput{Input: done})
+			// The earlier rounds' releases join the user blocks by user
+			// shard (sips.go), not as a side input.
+			joined := beam.CoGroupByKey(rs, users, beam.Flatten(rs, done...))
+			weights = beam.ParDo(rs, &roundExceptFn{roundFn: fn}, joined)
 		}
-		items, counts := beam.ParDo2(rs, &sumReleaseFn{releaseFn{Opts: opts, Round: r, Rand: rc, CountItems: r == 0}}, beam.GroupByKey(rs, weights))
+		grouped := beam.GroupByKey(rs, weights)
+		rfn := sumReleaseFn{releaseFn{Opts: opts, Round: r, Rand: rc, CountItems: r == 0}}
+		var items, counts beam.PCollection
+		if r < len(cal.Rounds)-1 {
+			var out beam.PCollection
+			items, out, counts = beam.ParDo3(rs, &sipsReleaseFn{sumReleaseFn: rfn, Blocks: blocks}, grouped)
+			done = append(done, out)
+		} else {
+			items, counts = beam.ParDo2(rs, &rfn, grouped)
+		}
 		released = append(released, items)
 		parts = append(parts, counts)
 	}
