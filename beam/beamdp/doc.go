@@ -49,8 +49,10 @@
 //     (Builder.Weights); the S shard histograms are summed per item and
 //     released as above. Shards are contiguous ranges of h, so for S = 1 this
 //     is exactly the single-machine mechanism, and for any S the shards, read
-//     in order, visit users in the single-machine order. greedy_public reads
-//     its public frequency table as a side input.
+//     in order, visit users in the single-machine order. greedy_public's
+//     public frequency table joins the shards (CoGroupByKey by shard; not a
+//     side input, which a runner may hand out before it is complete), so
+//     every shard reads the whole table.
 //
 // # Why sharding keeps the threshold (sensitivity of the summed histogram)
 //

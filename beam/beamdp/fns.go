@@ -19,7 +19,6 @@ func init() {
 	register.DoFn4x1[string, float64, func(string), func(string, int64), error](&releaseFn{})
 	register.DoFn4x0[string, []string, func(int, userItems), func(string, int64)](&shardKeyFn{})
 	register.DoFn4x1[int, func(*userItems) bool, func(string, float64), func(string, int64), error](&shardFn{})
-	register.DoFn5x1[int, func(*userItems) bool, func(*string, *float64) bool, func(string, float64), func(string, int64), error](&shardPublicFn{})
 	register.Emitter1[string]()
 	register.Emitter2[string, []string]()
 	register.Emitter2[string, float64]()
@@ -27,7 +26,6 @@ func init() {
 	register.Emitter2[int, userItems]()
 	register.Iter1[string]()
 	register.Iter1[userItems]()
-	register.Iter2[string, float64]()
 }
 
 // randConfig selects the randomness of a DoFn: crypto/rand per DoFn instance,
@@ -279,21 +277,4 @@ func addRow(b *setunion.Builder, r userItems) {
 	for _, it := range r.Items {
 		b.AddID(u, []byte(it))
 	}
-}
-
-// shardPublicFn is shardFn for greedy_public, whose public frequency table
-// arrives as a side input.
-type shardPublicFn struct {
-	shardFn
-}
-
-func (fn *shardPublicFn) ProcessElement(shard int, rows func(*userItems) bool, public func(*string, *float64) bool, emit func(string, float64), stat func(string, int64)) error {
-	opts := fn.Opts
-	opts.Public = make(map[string]float64)
-	var item string
-	var f float64
-	for public(&item, &f) {
-		opts.Public[item] += f
-	}
-	return fn.run(shard, rows, opts, emit, stat)
 }

@@ -389,3 +389,41 @@ func TestSIPSReadsNoSideInput(t *testing.T) {
 		t.Errorf("%d joins of the user blocks with earlier releases, want %d (one per round after the first)", joins, want)
 	}
 }
+
+// TestGreedyPublicReadsNoSideInput checks that no transform of a
+// greedy_public release reads a side input: the public frequency table
+// reaches the shards through a join (public.go), so a runner that starts a
+// side input's reader early (prism v2.77.0, TestSIPSReadsNoSideInput) cannot
+// hand a shard part of the table.
+func TestGreedyPublicReadsNoSideInput(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	in := createPairs(s, []testPair{{"u", "a"}})
+	o := setunion.Defaults()
+	o.Mechanism = setunion.GreedyPublic
+	_, err := Union(s.Scope("public"), in, Config{Options: o, Shards: 3, Public: createPublic(s, []testPublic{{"a", 1}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges, _, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joins int
+	for _, e := range edges {
+		scope := e.Scope().String()
+		if !strings.Contains(scope, "beamdp.Union") {
+			continue
+		}
+		for _, in := range e.Input {
+			if in.Kind != graph.Main {
+				t.Errorf("%s (%s) reads a side input (%s)", e.Name(), scope, in.Kind)
+			}
+		}
+		if e.Op == graph.CoGBK && len(e.Input) == 2 {
+			joins++
+		}
+	}
+	if joins != 1 {
+		t.Errorf("%d joins of the shards with the public table, want 1", joins)
+	}
+}

@@ -26,9 +26,9 @@ type Config struct {
 	// parallel mechanisms, which need no sharding to scale.
 	Shards int
 	// Public is greedy_public's public frequency table, a PCollection of
-	// KV<string, float64> (item, frequency; repeated items add up), given to
-	// the policy as a side input. It must not be derived from the protected
-	// data. Leave it zero for the other mechanisms.
+	// KV<string, float64> (item, frequency; repeated items add up), which
+	// every shard receives whole through a join (public.go). It must not be
+	// derived from the protected data. Leave it zero for the other mechanisms.
 	Public beam.PCollection
 	// Seed, when non-nil, derives every random choice from *Seed: the run is
 	// reproducible and therefore NOT private. For tests only.
@@ -139,13 +139,14 @@ func Union(s beam.Scope, input beam.PCollection, cfg Config) (Release, error) {
 		}
 		key := securerand.Key(keyRng)
 		keyed, occurrences := beam.ParDo2(s, &shardKeyFn{Key: key, Shards: cfg.Shards, KeepDuplicates: keep}, rows)
-		shards := beam.GroupByKey(s, keyed)
 		var weights, users beam.PCollection
 		if opts.Mechanism == setunion.GreedyPublic {
-			public := stats.SumPerKey(s.Scope("public"), cfg.Public)
-			weights, users = beam.ParDo2(s, &shardPublicFn{shardFn{Opts: opts, Key: key, Rand: rc}}, shards, beam.SideInput{Input: public})
+			// The public table joins the shards (public.go), not as a
+			// side input.
+			joined := joinPublic(s, keyed, cfg.Public, cfg.Shards)
+			weights, users = beam.ParDo2(s, &shardPublicFn{shardFn{Opts: opts, Key: key, Rand: rc}}, joined)
 		} else {
-			weights, users = beam.ParDo2(s, &shardFn{Opts: opts, Key: key, Rand: rc}, shards)
+			weights, users = beam.ParDo2(s, &shardFn{Opts: opts, Key: key, Rand: rc}, beam.GroupByKey(s, keyed))
 		}
 		summed := stats.SumPerKey(s, weights)
 		items, released := beam.ParDo2(s, &releaseFn{Opts: opts, Round: -1, Rand: rc, CountItems: true}, summed)
