@@ -16,7 +16,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -81,7 +80,7 @@ func runBranches(t *testing.T, input Input, branches []branch) map[string]result
 		WriteStats(bs, StatsName(filepath.Join(dir, b.name)), rowStats, rel.Stats)
 	}
 	start := time.Now()
-	if _, err := prism.Execute(ctx, p); err != nil {
+	if err := executePrism(t, ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("prism ran %d releases in %.1fs", len(branches), time.Since(start).Seconds())
