@@ -392,25 +392,7 @@ func TestSIPSReadsNoSideInput(t *testing.T) {
 	if len(rel.Calibration.Rounds) < 2 {
 		t.Fatalf("%d rounds: the test needs a round that removes earlier releases", len(rel.Calibration.Rounds))
 	}
-	edges, _, err := p.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var joins int
-	for _, e := range edges {
-		scope := e.Scope().String()
-		if !strings.Contains(scope, "beamdp.Union") {
-			continue
-		}
-		for _, in := range e.Input {
-			if in.Kind != graph.Main {
-				t.Errorf("%s (%s) reads a side input (%s)", e.Name(), scope, in.Kind)
-			}
-		}
-		if e.Op == graph.CoGBK && len(e.Input) == 2 {
-			joins++
-		}
-	}
+	joins := unionJoins(t, p)
 	if want := len(rel.Calibration.Rounds) - 1; joins != want {
 		t.Errorf("%d joins of the user blocks with earlier releases, want %d (one per round after the first)", joins, want)
 	}
@@ -430,6 +412,16 @@ func TestGreedyPublicReadsNoSideInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	joins := unionJoins(t, p)
+	if joins != 1 {
+		t.Errorf("%d joins of the shards with the public table, want 1", joins)
+	}
+}
+
+// unionJoins builds p, reports every transform of beamdp.Union that reads a
+// side input, and returns how many two-input joins (CoGroupByKey) it has.
+func unionJoins(t *testing.T, p *beam.Pipeline) int {
+	t.Helper()
 	edges, _, err := p.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -449,7 +441,5 @@ func TestGreedyPublicReadsNoSideInput(t *testing.T) {
 			joins++
 		}
 	}
-	if joins != 1 {
-		t.Errorf("%d joins of the shards with the public table, want 1", joins)
-	}
+	return joins
 }
