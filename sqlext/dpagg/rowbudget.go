@@ -66,16 +66,7 @@ func (p *Pipeline) budgetKeys(l []uint64, idx []int32, m uint64) []int32 {
 	for i := range int32(len(l) / p.stride) {
 		idx = append(idx, i)
 	}
-	d := min(len(idx), p.plan.AggregateGroups*int(m))
-	p.tieKeys()
-	s := p.stride
-	es := p.topScratch[:0]
-	for _, i := range idx {
-		e := l[int(i)*s]
-		es = append(es, topEntry{rows: e & 0xffffffff, tie: p.keyTie[e>>32], idx: i})
-	}
-	p.topScratch = es
-	return sortTop(es, d, idx)
+	return p.topKeys(l, idx, min(len(idx), p.plan.AggregateGroups*int(m)))
 }
 
 // userRows returns each user's rows per key (grouped pairs), as

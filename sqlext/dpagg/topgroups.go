@@ -197,6 +197,12 @@ func (p *Pipeline) aggregateKeys(l []uint64, idx []int32) []int32 {
 	if len(idx) <= p.plan.AggregateGroups {
 		return idx
 	}
+	return p.topKeys(l, idx, p.plan.AggregateGroups)
+}
+
+// topKeys returns the d entries of idx (indexes into the user's list l) with
+// the most rows, ties by the release's keyed hash, in that order.
+func (p *Pipeline) topKeys(l []uint64, idx []int32, d int) []int32 {
 	p.tieKeys()
 	s := p.stride
 	es := p.topScratch[:0]
@@ -205,7 +211,7 @@ func (p *Pipeline) aggregateKeys(l []uint64, idx []int32) []int32 {
 		es = append(es, topEntry{rows: e & 0xffffffff, tie: p.keyTie[e>>32], idx: i})
 	}
 	p.topScratch = es
-	return sortTop(es, p.plan.AggregateGroups, idx)
+	return sortTop(es, d, idx)
 }
 
 // tieKeys computes keyTie, the tie hash of every key, once per release.
