@@ -235,37 +235,3 @@ func TestAutoBoundsLaplaceRefused(t *testing.T) {
 		t.Error("Laplace with a bound left to choose was accepted")
 	}
 }
-
-// TestChosenBoundsOneRowPerKey: the target on a table where every
-// user has one row per key (here 1 to 5 keys each, 20,000 users): with the
-// bounds chosen privately, the COUNT(*) interval is no wider than 1.5 times
-// the one of the best hand-set bounds (m = 1, Δ0 = 5, the largest).
-func TestChosenBoundsOneRowPerKey(t *testing.T) {
-	var rows []row
-	for u := range 20000 {
-		for k := range 1 + u%5 {
-			rows = append(rows, row{unit: fmt.Sprintf("u%d", u), key: fmt.Sprintf("k%d", (u+k)%50), values: []Value{Null}})
-		}
-	}
-	o := Defaults()
-	o.Aggregates = []Aggregate{{Kind: CountRows}}
-	o.MaxGroupsContributed, o.MaxRowsPerGroup = 5, 1
-	best, err := Calibrate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
-	for seed := range uint64(5) {
-		p := feed(t, o, rows)
-		res, err := p.Release(securerand.NewSeeded(seed + 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := p.Plan().Aggregates[0].HalfWidth95
-		ratio := got / best.Aggregates[0].HalfWidth95
-		t.Logf("seed %d: chosen %s, 95%% half-width %.4g against %.4g hand-set (×%.3f)", seed, res.Chosen, got, best.Aggregates[0].HalfWidth95, ratio)
-		if ratio > 1.5 {
-			t.Errorf("seed %d: interval ×%.3f the hand-set one", seed, ratio)
-		}
-	}
-}

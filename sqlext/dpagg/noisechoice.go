@@ -83,7 +83,8 @@ import (
 // only 0.23 % against a release that cannot switch, and the tests cost the
 // Laplace branch ε_t = 0.170 of ε_a = 0.5 at ε = 1, δ = 1e-6, so a COUNT's
 // 95 % interval at Δ0 = m = 1 is ±9 at ε_L = 0.330, 1.5× the ±6 of Laplace
-// at ε_a (issue 21's target, met exactly). An even split would give ±8
+// at ε_a (issue 21's target at a basic ledger's defaults, met exactly;
+// TestOneKeyPerUserInterval). An even split would give ±8
 // (ε_L = 0.352) but a Gaussian σ 3.1 % larger, which takes the same target
 // on a table of 1 to 5 keys per user (Gaussian at Δ0 = 6) from ±45 to ±47
 // against ±30 hand-set (TestChosenBoundsOneRowPerKey). A test share
