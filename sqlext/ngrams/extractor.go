@@ -456,7 +456,7 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 
 	// Spurious k-grams: the zero-weight part of V_k released exactly as the
 	// Gaussian mechanism over V_k would.
-	slices.Sort(supp)
+	sortBelow(supp, vs.size)
 	for _, idx := range sampleSpurious(rng, vs.size, supp, noise.Phi(-st.Rho/lp.Sigma)) {
 		a, b := vs.at(idx)
 		sk.pre = append(sk.pre, a)
