@@ -421,11 +421,11 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	var h *setunion.Histogram
 	var pairs int64
 	if fast != nil {
-		var dense []uint32
-		keys, dense = fast.bi.candidates(fast.s1id)
+		var valid candidateSet
+		keys, valid = fast.bi.candidates(fast.s1id)
 		st.Candidates = len(keys)
 		order := c.order(rng, lp.Rule.Sequential())
-		h, pairs, err = fast.bi.histogram(ctx, lp.Rule, st.Gamma, len(keys), order, dense, bound)
+		h, pairs, err = fast.bi.histogram(ctx, lp.Rule, st.Gamma, len(keys), order, valid, bound)
 	} else {
 		keys, intern = c.prune(k, cur, itemAt)
 		st.Candidates = len(keys)
