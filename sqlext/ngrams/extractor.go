@@ -438,7 +438,7 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	st.Pairs = pairs
 
 	// Release supp(H_k): u with probability P(H_k[u] + N(0, σ_k²) > ρ_k).
-	var supp []uint64
+	supp := make([]uint64, 0, len(h.W)) // at most one per candidate: no growth
 	for i, w := range h.W {
 		if !(w > 0) {
 			continue
