@@ -438,6 +438,11 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	st.Pairs = pairs
 
 	// Release supp(H_k): u with probability P(H_k[u] + N(0, σ_k²) > ρ_k).
+	// In the far tail, where p(w) < 2^−TailBits, the first word decides
+	// alone but in 2^−TailBits of the draws: Bernoulli's words and result
+	// without an erfc (securerand.BernoulliBelowWord), as dp_sips' draws.
+	p := func(w float64) float64 { return noise.Phi((w - st.Rho) / lp.Sigma) }
+	lo, hi := setunion.TailRange(p, st.Rho, lp.Sigma)
 	supp := make([]uint64, 0, len(h.W)) // at most one per candidate: no growth
 	for i, w := range h.W {
 		if !(w > 0) {
@@ -446,7 +451,14 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 		a, b := unpack(keys[i])
 		idx, _ := vs.index(a, b)
 		supp = append(supp, idx)
-		if securerand.Bernoulli(rng, noise.Phi((w-st.Rho)/lp.Sigma)) {
+		var keep bool
+		if w > lo && w <= hi {
+			x := rng.Uint64()
+			keep = x>>(64-setunion.TailBits) == 0 && securerand.BernoulliBelowWord(rng, setunion.TailBits, x, p(w))
+		} else {
+			keep = securerand.Bernoulli(rng, p(w))
+		}
+		if keep {
 			sk.pre = append(sk.pre, a)
 			sk.suf = append(sk.suf, b)
 		}
