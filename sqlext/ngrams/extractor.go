@@ -421,11 +421,11 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	var h *setunion.Histogram
 	var pairs int64
 	if fast != nil {
-		var dense []uint32
-		keys, dense = fast.bi.candidates(fast.s1id)
+		var valid candidateSet
+		keys, valid = fast.bi.candidates(fast.s1id)
 		st.Candidates = len(keys)
 		order := c.order(rng, lp.Rule.Sequential())
-		h, pairs, err = fast.bi.histogram(ctx, lp.Rule, st.Gamma, len(keys), order, dense, bound)
+		h, pairs, err = fast.bi.histogram(ctx, lp.Rule, st.Gamma, len(keys), order, valid, bound)
 	} else {
 		keys, intern = c.prune(k, cur, itemAt)
 		st.Candidates = len(keys)
@@ -438,7 +438,12 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 	st.Pairs = pairs
 
 	// Release supp(H_k): u with probability P(H_k[u] + N(0, σ_k²) > ρ_k).
-	var supp []uint64
+	// In the far tail, where p(w) < 2^−TailBits, the first word decides
+	// alone but in 2^−TailBits of the draws: Bernoulli's words and result
+	// without an erfc (securerand.BernoulliBelowWord), as dp_sips' draws.
+	p := func(w float64) float64 { return noise.Phi((w - st.Rho) / lp.Sigma) }
+	lo, hi := setunion.TailRange(p, st.Rho, lp.Sigma)
+	supp := make([]uint64, 0, len(h.W)) // at most one per candidate: no growth
 	for i, w := range h.W {
 		if !(w > 0) {
 			continue
@@ -446,7 +451,14 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 		a, b := unpack(keys[i])
 		idx, _ := vs.index(a, b)
 		supp = append(supp, idx)
-		if securerand.Bernoulli(rng, noise.Phi((w-st.Rho)/lp.Sigma)) {
+		var keep bool
+		if w > lo && w <= hi {
+			x := rng.Uint64()
+			keep = x>>(64-setunion.TailBits) == 0 && securerand.BernoulliBelowWord(rng, setunion.TailBits, x, p(w))
+		} else {
+			keep = securerand.Bernoulli(rng, p(w))
+		}
+		if keep {
 			sk.pre = append(sk.pre, a)
 			sk.suf = append(sk.suf, b)
 		}
@@ -456,7 +468,7 @@ func (e *Extractor) level(ctx context.Context, rng *rand.Rand, c *corpus, k int,
 
 	// Spurious k-grams: the zero-weight part of V_k released exactly as the
 	// Gaussian mechanism over V_k would.
-	slices.Sort(supp)
+	sortBelow(supp, vs.size)
 	for _, idx := range sampleSpurious(rng, vs.size, supp, noise.Phi(-st.Rho/lp.Sigma)) {
 		a, b := vs.at(idx)
 		sk.pre = append(sk.pre, a)

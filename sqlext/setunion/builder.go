@@ -659,6 +659,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 		fl = b.prep.flat()
 	}
 	bounded, additive := m.Bounded(), m.additive()
+	wt := weightTable(m, bound)
 	var items []uint32
 	var prio []float64
 	for k, u := range order {
@@ -672,7 +673,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 			switch {
 			case exclude == nil && !(bounded && len(src) > bound):
 				if additive && len(src) > 0 {
-					h.addAll(src, additiveWeight(m, len(src))) // Update's additive case
+					h.addAll(src, weightFrom(wt, m, len(src))) // Update's additive case
 				} else {
 					h.Update(src, nil) // the rules without priorities only read items
 				}
@@ -694,7 +695,7 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 				items = securerand.SampleIDs(rng, items, bound)
 			}
 			if additive && len(items) > 0 {
-				h.addAll(items, additiveWeight(m, len(items))) // Update's additive case
+				h.addAll(items, weightFrom(wt, m, len(items))) // Update's additive case
 				continue
 			}
 			h.Update(items, nil)
