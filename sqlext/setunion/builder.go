@@ -224,7 +224,7 @@ func addCount(e, c uint64) uint64 {
 // linear. scratch is a reusable buffer (returned, perhaps grown).
 func compact(l []uint64, clean int, scratch []uint64) ([]uint64, []uint64) {
 	tail := l[clean:]
-	slices.Sort(tail)
+	scratch = sortByItem(tail, scratch)
 	tail = dedupSorted(tail)
 	if clean == 0 {
 		return l[:len(tail)], scratch
