@@ -158,10 +158,7 @@ func (b *Builder) appendPieces(u uint32, ps []uint32, scratch *[]uint64) {
 }
 
 // reserveItems makes room for n more items in the builder's item interner
-// and hints (Interner.reserve).
+// (Interner.reserve).
 func (b *Builder) reserveItems(n int) {
 	b.items.reserve(n)
-	if need := len(b.last) + n; need > cap(b.last) {
-		b.last = append(make([]lastSeen, 0, max(need, 2*cap(b.last))), b.last...)
-	}
 }
