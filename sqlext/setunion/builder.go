@@ -52,10 +52,10 @@ type Builder struct {
 	// (AddBatch).
 	batchUsers, batchItems []uint32
 	// last[i] remembers where item i was last appended: user last[i].u at
-	// index last[i].pos of its list (add; growLast). A repeat of the pair while that entry
-	// is still in place (the common case: a user's rows or a row's tokens
-	// arrive together) only bumps its count, so duplicates rarely reach the
-	// lists and compaction.
+	// index last[i].pos of its list (add; growLast). A repeat of the pair
+	// while that entry is still in place (the common case: a user's rows
+	// or a row's tokens arrive together) only bumps its count, so
+	// duplicates rarely reach the lists and compaction.
 	last        []lastSeen
 	occurrences int64
 	// view, once NewBatch was called, is the latest View of items, which
@@ -312,6 +312,9 @@ func (b *Builder) group(ctx context.Context) (Stats, error) {
 		return b.prep.stats, ctx.Err()
 	}
 	b.flush()
+	// The flushes' compaction buffers are not needed again (Group's
+	// goroutines have their own): let the release not carry them.
+	b.pend.scratch = nil
 	var dirty int
 	for u, l := range b.lists {
 		dirty += len(l) - int(b.clean[u])

@@ -32,10 +32,12 @@ type pending struct {
 type piece struct{ user, lo, hi uint32 }
 
 // flushMin is the number of pending entries from which AddBatch flushes
-// them into the lists: 2 MiB of entries, so that pending entries add
+// them into the lists: 1 MiB of entries, so that pending entries add
 // little memory to the lists' (at most about twice the distinct pairs, as
-// lists are compacted when they have doubled).
-var flushMin = 1 << 18
+// lists are compacted when they have doubled). With 2 MiB the peak RSS of
+// dpsql union on git_python_ecosystem was 3 MiB higher for the same CPU
+// (docs/performance.md).
+var flushMin = 1 << 17
 
 // keepBatch keeps the grouped entries of a batch whose local user u maps to
 // users[u] and local item i to items[i]: the distinct items of local user
