@@ -53,6 +53,7 @@ type Batch struct {
 	gItems  []uint32
 	gCounts []uint32
 	stamp   []uint32
+	sink    byte // View.lookupAll's
 }
 
 // run says that raw[previous run's end:end] are pairs of user.
@@ -166,15 +167,8 @@ func (bt *Batch) Group() {
 		bt.entries[k] = uint64(bt.gItems[k])<<32 | uint64(bt.gCounts[k])
 	}
 	if bt.view != nil {
-		v := bt.view.Load()
 		bt.known = resize(bt.known, ni)
-		for i := range bt.known {
-			id, ok := v.lookupTag(bt.items.Bytes(uint32(i)), uint64(bt.tags[i]))
-			bt.known[i] = 0
-			if ok {
-				bt.known[i] = id + 1
-			}
-		}
+		bt.sink = bt.view.Load().lookupAll(&bt.items, bt.tags, bt.known)
 	}
 	bt.grouped = true
 }

@@ -52,10 +52,10 @@ type Builder struct {
 	// (AddBatch).
 	batchUsers, batchItems []uint32
 	// last[i] remembers where item i was last appended: user last[i].u at
-	// index last[i].pos of its list. A repeat of the pair while that entry
-	// is still in place (the common case: a user's rows or a row's tokens
-	// arrive together) only bumps its count, so duplicates rarely reach the
-	// lists and compaction.
+	// index last[i].pos of its list (add; growLast). A repeat of the pair
+	// while that entry is still in place (the common case: a user's rows
+	// or a row's tokens arrive together) only bumps its count, so
+	// duplicates rarely reach the lists and compaction.
 	last        []lastSeen
 	occurrences int64
 	// view, once NewBatch was called, is the latest View of items, which
@@ -163,20 +163,14 @@ func (b *Builder) user(name []byte) uint32 {
 
 func (b *Builder) item(name []byte) uint32 {
 	b.own()
-	i, added := b.items.ID(name)
-	if added {
-		b.last = append(b.last, lastSeen{u: noUser})
-	}
+	i, _ := b.items.ID(name)
 	return i
 }
 
 // itemTag is item for a name whose hash under b.items' seed has the upper
 // 32 bits tag (a batch from NewBatch computed it).
 func (b *Builder) itemTag(name []byte, tag uint32) uint32 {
-	i, added := b.items.idHash(name, uint64(tag)<<32)
-	if added {
-		b.last = append(b.last, lastSeen{u: noUser})
-	}
+	i, _ := b.items.idHash(name, uint64(tag)<<32)
 	return i
 }
 
@@ -187,9 +181,26 @@ type lastSeen struct {
 
 const noUser = ^uint32(0)
 
+// growLast gives every item a hint, noUser for those that had none: only
+// add reads the hints, so items that only batches added (AddBatch) get
+// theirs when add first sees an item beyond them. The capacity at least
+// doubles, as for items added one by one.
+func (b *Builder) growLast() {
+	n := b.items.Len()
+	if n > cap(b.last) {
+		b.last = append(make([]lastSeen, 0, max(n, 2*cap(b.last))), b.last...)
+	}
+	for len(b.last) < n {
+		b.last = append(b.last, lastSeen{u: noUser})
+	}
+}
+
 // add records c ≥ 1 occurrences of the pair (u, i).
 func (b *Builder) add(u, i, c uint32) {
 	b.occurrences += int64(c)
+	if int(i) >= len(b.last) {
+		b.growLast()
+	}
 	l := b.lists[u]
 	if ls := b.last[i]; ls.u == u && int(ls.pos) < len(l) && uint32(l[ls.pos]>>32) == i {
 		l[ls.pos] = addCount(l[ls.pos], uint64(c))
@@ -224,7 +235,7 @@ func addCount(e, c uint64) uint64 {
 // linear. scratch is a reusable buffer (returned, perhaps grown).
 func compact(l []uint64, clean int, scratch []uint64) ([]uint64, []uint64) {
 	tail := l[clean:]
-	slices.Sort(tail)
+	scratch = sortByItem(tail, scratch)
 	tail = dedupSorted(tail)
 	if clean == 0 {
 		return l[:len(tail)], scratch
@@ -301,6 +312,9 @@ func (b *Builder) group(ctx context.Context) (Stats, error) {
 		return b.prep.stats, ctx.Err()
 	}
 	b.flush()
+	// The flushes' compaction buffers are not needed again (Group's
+	// goroutines have their own): let the release not carry them.
+	b.pend.scratch = nil
 	var dirty int
 	for u, l := range b.lists {
 		dirty += len(l) - int(b.clean[u])

@@ -162,7 +162,10 @@
 // released distribution, and with a seeded source the same output, whatever
 // the number of batches, goroutines or GOMAXPROCS; neighbouring databases
 // still differ in one user's set only. Group then sorts the remaining lists
-// of different users on several goroutines, which touches no randomness.
+// of different users on several goroutines, which touches no randomness;
+// a long list is sorted by a radix sort on the item id (radix.go), whose
+// order among equal items is not a full sort's, but equal items are merged
+// by saturating sums, so the compacted list is the same.
 //
 // Batches from Builder.NewBatch move the rest of the per-item work off the
 // goroutine that adds batches in order: the goroutine that fills a batch
@@ -170,7 +173,7 @@
 // read concurrently, with atomic loads, while the builder goes on
 // interning), so AddBatch hashes only the items the view did not know. Nor
 // does AddBatch touch users' lists: it copies the batch's entries with the
-// builder's ids to a pending buffer, and every 2 MiB of entries (and in
+// builder's ids to a pending buffer, and every 1 MiB of entries (and in
 // Group) the buffer is appended to the lists on all cores, each user's
 // pieces by one goroutine (pending.go; TestAddBatchFlushEarly). A view
 // only ever answers with ids the builder already gave, and a miss falls

@@ -138,14 +138,21 @@ func (t *Interner) hash(s []byte) uint64 {
 
 // init makes the table of a new interner, and its seed unless one was set
 // (Dictionary's shards share the dictionary's).
+//
+// It is called once per string hashed or interned, so it is kept small
+// enough to inline: the table is made out of line, once.
 func (t *Interner) init() {
 	if t.slots == nil {
-		if t.seed == (maphash.Seed{}) {
-			t.seed = maphash.MakeSeed()
-		}
-		t.slots = make([]uint64, minSlots)
-		t.shift = 64 - uint(bits.TrailingZeros(minSlots))
+		t.makeTable()
 	}
+}
+
+func (t *Interner) makeTable() {
+	if t.seed == (maphash.Seed{}) {
+		t.seed = maphash.MakeSeed()
+	}
+	t.slots = make([]uint64, minSlots)
+	t.shift = 64 - uint(bits.TrailingZeros(minSlots))
 }
 
 // Lookup returns the id of s, if s was interned.

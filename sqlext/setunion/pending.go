@@ -23,16 +23,21 @@ import (
 type pending struct {
 	buf    []uint64 // entries, item<<32 | count
 	pieces []piece
+	// scratch[k] is the compaction buffer of flush's k-th goroutine,
+	// kept from one flush to the next.
+	scratch [][]uint64
 }
 
 // A piece is user's entries buf[lo:hi].
 type piece struct{ user, lo, hi uint32 }
 
 // flushMin is the number of pending entries from which AddBatch flushes
-// them into the lists: 2 MiB of entries, so that pending entries add
+// them into the lists: 1 MiB of entries, so that pending entries add
 // little memory to the lists' (at most about twice the distinct pairs, as
-// lists are compacted when they have doubled).
-var flushMin = 1 << 18
+// lists are compacted when they have doubled). With 2 MiB the peak RSS of
+// dpsql union on git_python_ecosystem was 3 MiB higher for the same CPU
+// (docs/performance.md).
+var flushMin = 1 << 17
 
 // keepBatch keeps the grouped entries of a batch whose local user u maps to
 // users[u] and local item i to items[i]: the distinct items of local user
@@ -88,11 +93,10 @@ func (b *Builder) flush() {
 		order[next[pc.user]] = uint32(k)
 		next[pc.user]++
 	}
-	run := func(lo, hi int) {
-		var scratch []uint64
+	run := func(lo, hi int, scratch *[]uint64) {
 		for u := lo; u < hi; u++ {
 			if first[u] < first[u+1] {
-				b.appendPieces(uint32(u), order[first[u]:first[u+1]], &scratch)
+				b.appendPieces(uint32(u), order[first[u]:first[u+1]], scratch)
 			}
 		}
 	}
@@ -101,10 +105,10 @@ func (b *Builder) flush() {
 		workers = min(runtime.GOMAXPROCS(0), total/(parallelGroupMin/2))
 	}
 	if workers <= 1 {
-		run(0, nu)
+		run(0, nu, &b.scratch)
 	} else {
 		// Ranges of users with about len(buf)/workers pending entries.
-		var wg sync.WaitGroup
+		var ranges [][2]int
 		per := len(p.buf) / workers
 		start, acc := 0, 0
 		for u := range nu {
@@ -112,13 +116,22 @@ func (b *Builder) flush() {
 				acc += int(p.pieces[k].hi - p.pieces[k].lo)
 			}
 			if acc >= per || u == nu-1 {
-				wg.Add(1)
-				go func(lo, hi int) {
-					defer wg.Done()
-					run(lo, hi)
-				}(start, u+1)
+				ranges = append(ranges, [2]int{start, u + 1})
 				start, acc = u+1, 0
 			}
+		}
+		// Each goroutine keeps its compaction buffer for the next
+		// flush: the radix sort needs one as long as the longest tail.
+		for len(p.scratch) < len(ranges) {
+			p.scratch = append(p.scratch, nil)
+		}
+		var wg sync.WaitGroup
+		for k, r := range ranges {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(r[0], r[1], &p.scratch[k])
+			}()
 		}
 		wg.Wait()
 	}
@@ -147,10 +160,7 @@ func (b *Builder) appendPieces(u uint32, ps []uint32, scratch *[]uint64) {
 }
 
 // reserveItems makes room for n more items in the builder's item interner
-// and hints (Interner.reserve).
+// (Interner.reserve).
 func (b *Builder) reserveItems(n int) {
 	b.items.reserve(n)
-	if need := len(b.last) + n; need > cap(b.last) {
-		b.last = append(make([]lastSeen, 0, max(need, 2*cap(b.last))), b.last...)
-	}
 }

@@ -85,3 +85,64 @@ func (v *View) lookupTag(s []byte, tag32 uint64) (id uint32, ok bool) {
 		}
 	}
 }
+
+// lookupAll sets known[i] to 1 + the view's id of t's string i, whose tag
+// (the upper 32 bits of its hash under the view's seed) is tags[i], or to 0
+// if the view does not hold it: lookupTag for every string of t, with the
+// same answers.
+//
+// The table, the locations and the bytes are larger than a core's cache, so
+// a lookup mostly waits for memory; one by one, each string's misses (its
+// slot, then its location and bytes, which depend on the slot) wait for the
+// previous string's. So it goes in passes over all the strings, each pass
+// with loads that do not depend on one another, which the processor
+// overlaps: first every string's first slot with its tag (a candidate) or
+// empty (absent), probing from its home slot, then the location and first
+// byte of every candidate, then the comparisons, now mostly in cache. A
+// string whose candidate differs is looked up by lookupTag from the start,
+// and so is one whose candidate was interned after the view. The return
+// value only keeps the compiler from dropping the second pass's loads;
+// store it where it is not shared.
+func (v *View) lookupAll(t *Interner, tags, known []uint32) (sink byte) {
+	if v == nil || len(v.locs) == 0 {
+		clear(known)
+		return 0
+	}
+	mask := uint64(len(v.slots) - 1)
+	for i, tag := range tags {
+		// The first slot from home with tag or empty: mostly in the
+		// home slot's cache line.
+		p := uint64(tag) << 32 >> v.shift
+		e := atomic.LoadUint64(&v.slots[p])
+		for e != 0 && uint32(e>>32) != tag {
+			p = (p + 1) & mask
+			e = atomic.LoadUint64(&v.slots[p])
+		}
+		known[i] = uint32(e) // 1 + a candidate id, or 0: absent
+	}
+	for _, c := range known {
+		if c-1 < uint32(len(v.locs)) { // c ≠ 0, c−1 published
+			if l := v.locs[c-1]; l.len > 0 {
+				sink ^= v.chunks[l.chunk][l.off]
+			}
+		}
+	}
+	for i, c := range known {
+		if c == 0 {
+			continue
+		}
+		s := t.Bytes(uint32(i))
+		if c-1 < uint32(len(v.locs)) {
+			l := v.locs[c-1]
+			if string(v.chunks[l.chunk][l.off:l.off+l.len]) == string(s) {
+				continue
+			}
+		}
+		id, ok := v.lookupTag(s, uint64(tags[i]))
+		known[i] = 0
+		if ok {
+			known[i] = id + 1
+		}
+	}
+	return sink
+}

@@ -2,6 +2,7 @@ package setunion
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,5 +69,52 @@ func TestViewConcurrent(t *testing.T) {
 	}
 	if _, ok := (*View)(nil).Lookup([]byte("x")); ok {
 		t.Error("a nil view finds a string")
+	}
+}
+
+// TestLookupAllMatchesLookupTag: the batched look-up gives lookupTag's
+// answer for every string: strings the view holds, strings interned after
+// it was published, strings never interned, and strings given another
+// string's tag (a home slot with their tag but other bytes).
+func TestLookupAllMatchesLookupTag(t *testing.T) {
+	var dict Interner
+	for i := range 20000 {
+		dict.ID(fmt.Appendf(nil, "w%d", i))
+	}
+	v := dict.Publish()
+	for i := 20000; i < 25000; i++ {
+		dict.ID(fmt.Appendf(nil, "w%d", i))
+	}
+	batch := Interner{seed: dict.seed}
+	var tags []uint32
+	for i := 0; i < 30000; i += 3 {
+		s := fmt.Appendf(nil, "w%d", i)
+		if _, added := batch.ID(s); added {
+			tags = append(tags, uint32(batch.hash(s)>>32))
+		}
+	}
+	for k := 0; k+1 < len(tags); k += 7 {
+		tags[k] = tags[k+1] // another string's tag
+	}
+	known := make([]uint32, len(tags))
+	v.lookupAll(&batch, tags, known)
+	found := 0
+	for i, tag := range tags {
+		id, ok := v.lookupTag(batch.Bytes(uint32(i)), uint64(tag))
+		want := uint32(0)
+		if ok {
+			want, found = id+1, found+1
+		}
+		if known[i] != want {
+			t.Fatalf("string %q: lookupAll gives %d, lookupTag %d (1 + id, 0 if absent)", batch.Bytes(uint32(i)), known[i], want)
+		}
+	}
+	if found < 5000 || found == len(tags) {
+		t.Fatalf("%d of %d strings found: the test does not cover both cases", found, len(tags))
+	}
+	var empty *View
+	empty.lookupAll(&batch, tags, known)
+	if slices.ContainsFunc(known, func(c uint32) bool { return c != 0 }) {
+		t.Fatal("a nil view holds nothing")
 	}
 }
