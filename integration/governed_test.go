@@ -267,5 +267,8 @@ func TestMain(m *testing.M) {
 	if bigDir != "" {
 		os.RemoveAll(bigDir)
 	}
+	if jdbcShared.dir != "" {
+		os.RemoveAll(jdbcShared.dir)
+	}
 	os.Exit(code)
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/dpsql/dpsql/integration/clients"
@@ -26,5 +27,28 @@ func jdbcRunner(t *testing.T) *clients.JDBC {
 		}
 		t.Skip(msg)
 	}
-	return &clients.JDBC{Jar: jar, WorkDir: t.TempDir(), Javac: javac, Java: java}
+	jdbcShared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "dpsql-jdbc-")
+		if err != nil {
+			jdbcShared.err = err
+			return
+		}
+		jdbcShared.dir = dir
+		jdbcShared.j = &clients.JDBC{Jar: jar, WorkDir: dir, Javac: javac, Java: java}
+	})
+	if jdbcShared.err != nil {
+		t.Fatal(jdbcShared.err)
+	}
+	return jdbcShared.j
+}
+
+// jdbcShared is the test process's one Connector/J runner: its program is
+// compiled once (javac took ~3 s of CPU a time, once for every test that
+// drove Connector/J) in a directory TestMain removes. A runner is safe
+// for concurrent use (Compile locks; each Run starts a JVM of its own).
+var jdbcShared struct {
+	once sync.Once
+	dir  string
+	j    *clients.JDBC
+	err  error
 }
