@@ -8,11 +8,11 @@ import "testing"
 // driver over the demo, the isolation and bypass tests and one reuse test,
 // and leaves the other clients (JVM, Python, the mysql client), the BI-tool
 // replay, the floods, the resource attacks and the rest of the reuse tests
-// to the full run (go test -count=1 -timeout 60m ./..., what .ci/run runs).
+// to the full run (go test -count=1 -timeout 60m ./integration ./..., what .ci/run runs).
 func fullRunOnly(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("-short: the full run's end-to-end test (go test -count=1 -timeout 60m ./...)")
+		t.Skip("-short: the full run's end-to-end test (go test -count=1 -timeout 60m ./integration ./...)")
 	}
 }
 
@@ -24,6 +24,6 @@ func fullRunOnly(t *testing.T) {
 func externalClient(t *testing.T, name string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skipf("-short: %s is driven in the full run (go test -count=1 -timeout 60m ./...)", name)
+		t.Skipf("-short: %s is driven in the full run (go test -count=1 -timeout 60m ./integration ./...)", name)
 	}
 }
