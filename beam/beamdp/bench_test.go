@@ -1,4 +1,4 @@
-package beamdp
+package beamdp_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
+	"github.com/dpsql/dpsql/beam/beamdp"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
@@ -92,22 +93,22 @@ func benchCore(b *testing.B, path string, o setunion.Options) int {
 func benchBeam(b *testing.B, path string, o setunion.Options) int {
 	ctx := context.Background()
 	p, s := beam.NewPipelineWithRoot()
-	rows, _, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1, TextColumn: 2})
+	rows, _, err := beamdp.ReadRows(ctx, s, beamdp.Input{Glob: path, UserColumn: 1, TextColumn: 2})
 	if err != nil {
 		b.Fatal(err)
 	}
-	rel, err := Union(s, rows, Config{Options: o, CountDistinctItems: true})
+	rel, err := beamdp.Union(s, rows, beamdp.Config{Options: o, CountDistinctItems: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	prefix := filepath.Join(b.TempDir(), "released")
-	WriteSorted(s, prefix, rel.Items)
-	WriteStats(s, StatsName(prefix), rel.Stats)
+	beamdp.WriteSorted(s, prefix, rel.Items)
+	beamdp.WriteStats(s, beamdp.StatsName(prefix), rel.Stats)
 	_, err = prism.Execute(ctx, p)
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := ReadStats(ctx, StatsName(prefix))
+	st, err := beamdp.ReadStats(ctx, beamdp.StatsName(prefix))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -86,7 +86,8 @@
 // items that are still far from Γ within the shard. Which effect wins depends
 // on the data and the options; on git_rails and git_python_ecosystem the
 // release of policy_gaussian_l2 changed by between −14% and +16% for S = 4 and
-// S = 16 (see docs/beam.md). The property test (TestShardedSensitivity) checks
+// S = 16 (see docs/beam.md). The property test (TestShardedSensitivity, in
+// beam/internal/shard, on the functions the shard DoFns call) checks
 // the distance and the new items' weights on many random neighbouring
 // databases.
 //

@@ -2,14 +2,13 @@ package beamdp
 
 import (
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/dchest/siphash"
 
+	"github.com/dpsql/dpsql/beam/internal/shard"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -147,18 +146,10 @@ func (fn *releaseFn) FinishBundle(emit func(string), stat func(string, int64)) {
 	emitStat(stat, statReleased, &fn.released)
 }
 
-// userItems is one input row routed to a shard.
-type userItems struct {
-	User  string
-	Items []string
-}
-
-// shardOf returns the shard of a user: ⌊S·h/2⁶⁴⌋ for h = UserHash(key, user),
-// so that shards are contiguous ranges of the hash order.
-func shardOf(key [2]uint64, shards int, user []byte) int {
-	hi, _ := bits.Mul64(setunion.UserHash(key, user), uint64(shards))
-	return int(hi)
-}
+// userItems is one input row routed to a shard (shard.Row: the shard of a
+// user and a shard's policy live in beam/internal/shard, where their tests
+// run without Beam).
+type userItems = shard.Row
 
 // shardKeyFn drops rows without a privacy unit, counts the (user, item)
 // occurrences, merges the rows of each user within the bundle and routes them
@@ -189,7 +180,7 @@ func (fn *shardKeyFn) FinishBundle(emit func(int, userItems), stat func(string, 
 		if !fn.KeepDuplicates {
 			items = distinctSorted(items)
 		}
-		emit(shardOf(fn.Key, fn.Shards, []byte(u)), userItems{User: u, Items: items})
+		emit(shard.Of(fn.Key, fn.Shards, []byte(u)), userItems{User: u, Items: items})
 	})
 	emitStat(stat, statOccurrences, &fn.occurrences)
 }
@@ -219,9 +210,9 @@ func (fn *shardFn) ProcessElement(shard int, rows func(*userItems) bool, emit fu
 	return fn.run(shard, rows, fn.Opts, emit, stat)
 }
 
-func (fn *shardFn) run(shard int, rows func(*userItems) bool, opts setunion.Options, emit func(string, float64), stat func(string, int64)) error {
-	rng := fn.Rand.forElement(fn.rng, tagShard, 0, fmt.Sprint(shard))
-	items, weights, st, err := shardWeights(opts, fn.Key, rng, rows, fn.Rand.Seeded)
+func (fn *shardFn) run(id int, rows func(*userItems) bool, opts setunion.Options, emit func(string, float64), stat func(string, int64)) error {
+	rng := fn.Rand.forElement(fn.rng, tagShard, 0, fmt.Sprint(id))
+	items, weights, st, err := shard.Weights(opts, fn.Key, rng, rows, fn.Rand.Seeded)
 	if err != nil {
 		return err
 	}
@@ -232,49 +223,4 @@ func (fn *shardFn) run(shard int, rows func(*userItems) bool, opts setunion.Opti
 		emit(it, weights[i])
 	}
 	return nil
-}
-
-// shardWeights runs the sequential mechanism of opts over the rows of one
-// shard: a setunion.Builder groups them by user, orders the users by
-// UserHash under key, bounds each to Δ0 with rng and applies the update rule
-// (Builder.Weights). It returns every distinct item of the shard with its
-// weight. With sorted (seeded runs), the rows are first put in a fixed order:
-// the builder's item ids, and so the subset a seeded rng samples, follow
-// arrival order, which a runner does not fix.
-func shardWeights(opts setunion.Options, key [2]uint64, rng *rand.Rand, rows func(*userItems) bool, sorted bool) ([]string, []float64, setunion.Stats, error) {
-	b, err := setunion.NewBuilder(opts)
-	if err != nil {
-		return nil, nil, setunion.Stats{}, err
-	}
-	var row userItems
-	if !sorted {
-		for rows(&row) {
-			addRow(b, row)
-		}
-		return b.Weights(rng, key)
-	}
-	var all []userItems
-	for rows(&row) {
-		all = append(all, row)
-	}
-	slices.SortFunc(all, func(a, b userItems) int {
-		if c := strings.Compare(a.User, b.User); c != 0 {
-			return c
-		}
-		return slices.Compare(a.Items, b.Items)
-	})
-	for _, r := range all {
-		addRow(b, r)
-	}
-	return b.Weights(rng, key)
-}
-
-func addRow(b *setunion.Builder, r userItems) {
-	u, ok := b.UserID([]byte(r.User))
-	if !ok {
-		return
-	}
-	for _, it := range r.Items {
-		b.AddID(u, []byte(it))
-	}
 }

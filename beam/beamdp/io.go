@@ -24,7 +24,7 @@ import (
 func init() {
 	register.DoFn4x1[context.Context, fileio.ReadableFile, func(string, []string), func(string, int64), error](&readRowsFn{})
 	register.DoFn3x1[context.Context, fileio.ReadableFile, func(string, float64), error](&readPublicFn{})
-	register.DoFn3x1[context.Context, []byte, func(*string) bool, error](&writeSortedFn{})
+	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(*[]byte) bool, error](&writeSortedFn{})
 	register.Emitter2[string, []string]()
 	register.Emitter2[string, float64]()
 }
@@ -259,41 +259,35 @@ func ShardName(prefix string) string { return prefix + "-00000-of-00001" }
 // WriteSorted writes the released items, one per line and sorted, to the
 // file ShardName(prefix) (any Beam filesystem). The file is written, empty,
 // even when nothing is released. Sorting needs the released set on one
-// worker; it is much smaller than the input.
+// worker; it is much smaller than the input. The items reach the writer
+// through a join (gather), not as a side input, so it writes them all.
 func WriteSorted(s beam.Scope, prefix string, released beam.PCollection) {
 	s = s.Scope("beamdp.WriteSorted")
 	filesystem.ValidateScheme(prefix)
-	beam.ParDo0(s, &writeSortedFn{Path: ShardName(prefix)}, beam.Impulse(s), beam.SideInput{Input: released})
+	beam.ParDo0(s, &writeSortedFn{Path: ShardName(prefix)}, gather(s, beam.ParDo(s, &itemBlocksFn{}, released)))
 }
 
+// writeSortedFn writes the items of the gathered blocks, sorted.
 type writeSortedFn struct {
 	Path string `json:"path"`
 }
 
-func (fn *writeSortedFn) ProcessElement(ctx context.Context, _ []byte, released func(*string) bool) error {
+func (fn *writeSortedFn) ProcessElement(ctx context.Context, _ int, _ func(*[]byte) bool, blocks func(*[]byte) bool) error {
 	var items []string
-	var it string
-	for released(&it) {
-		items = append(items, it)
+	err := eachBlock(blocks, func(b []byte) error {
+		its, err := decodeItems(b)
+		items = append(items, its...)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	slices.Sort(items)
-	fs, err := filesystem.New(ctx, fn.Path)
-	if err != nil {
-		return err
-	}
-	defer fs.Close()
-	w, err := fs.OpenWrite(ctx, fn.Path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(w, 1<<20)
-	for _, it := range items {
-		bw.WriteString(it)
-		bw.WriteByte('\n')
-	}
-	if err := bw.Flush(); err != nil {
-		w.Close()
-		return fmt.Errorf("writing %s: %w", fn.Path, err)
-	}
-	return w.Close()
+	return writeFile(ctx, fn.Path, func(w *bufio.Writer) error {
+		for _, it := range items {
+			w.WriteString(it)
+			w.WriteByte('\n')
+		}
+		return nil
+	})
 }

@@ -1,4 +1,4 @@
-package beamdp
+package beamdp_test
 
 import (
 	"compress/gzip"
@@ -16,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 
+	"github.com/dpsql/dpsql/beam/beamdp"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -90,9 +91,9 @@ func prismProgressPanic(err error) bool {
 }
 
 // readStats returns the statistics WriteStats wrote to path.
-func readStats(t *testing.T, path string) Stats {
+func readStats(t *testing.T, path string) beamdp.Stats {
 	t.Helper()
-	st, err := ReadStats(context.Background(), path)
+	st, err := beamdp.ReadStats(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func readStats(t *testing.T, path string) Stats {
 // readOutput returns the lines WriteSorted wrote under prefix.
 func readOutput(t *testing.T, prefix string) []string {
 	t.Helper()
-	data, err := os.ReadFile(ShardName(prefix))
+	data, err := os.ReadFile(beamdp.ShardName(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,19 +136,19 @@ func TestUnionPairs(t *testing.T) {
 		o := setunion.Defaults()
 		o.Mechanism, o.MaxItems = m, 2
 		seed := uint64(1)
-		cfg := Config{Options: o, Seed: &seed, CountDistinctItems: true}
+		cfg := beamdp.Config{Options: o, Seed: &seed, CountDistinctItems: true}
 		if m == setunion.GreedyPublic {
 			cfg.Public = createPublic(ms, []testPublic{{"common", 5}})
 		}
 		if m.Sequential() {
 			cfg.Shards = 3
 		}
-		rel, err := Union(ms, in, cfg)
+		rel, err := beamdp.Union(ms, in, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}
-		WriteSorted(ms, filepath.Join(dir, string(m)), rel.Items)
-		WriteStats(ms, StatsName(filepath.Join(dir, string(m))), rel.Stats)
+		beamdp.WriteSorted(ms, filepath.Join(dir, string(m)), rel.Items)
+		beamdp.WriteStats(ms, beamdp.StatsName(filepath.Join(dir, string(m))), rel.Stats)
 	}
 	if err := runPipeline(t, p); err != nil {
 		t.Fatal(err)
@@ -160,8 +161,8 @@ func TestUnionPairs(t *testing.T) {
 		if !slices.Equal(got, []string{"common"}) {
 			t.Errorf("%s released %q, want [common]", m, got)
 		}
-		st := readStats(t, StatsName(filepath.Join(dir, string(m))))
-		want := Stats{Occurrences: 900, Users: 300, Pairs: 600, DistinctItems: 301, Released: 1}
+		st := readStats(t, beamdp.StatsName(filepath.Join(dir, string(m))))
+		want := beamdp.Stats{Occurrences: 900, Users: 300, Pairs: 600, DistinctItems: 301, Released: 1}
 		if st != want {
 			t.Errorf("%s: statistics %+v, want %+v", m, st, want)
 		}
@@ -176,12 +177,12 @@ func TestNothingReleased(t *testing.T) {
 	for u := range 50 {
 		rows = append(rows, testRow{fmt.Sprint("u", u), []string{fmt.Sprint("item", u)}})
 	}
-	rel, err := Union(s, createRows(s, rows), Config{Options: setunion.Defaults()})
+	rel, err := beamdp.Union(s, createRows(s, rows), beamdp.Config{Options: setunion.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prefix := filepath.Join(t.TempDir(), "out")
-	WriteSorted(s, prefix, rel.Items)
+	beamdp.WriteSorted(s, prefix, rel.Items)
 	if err := runPipeline(t, p); err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +222,11 @@ func TestSeededRunsRepeat(t *testing.T) {
 			o := setunion.Defaults()
 			o.Mechanism, o.MaxItems, o.Epsilon = c.m, 5, 0.5
 			sd := seed
-			rel, err := Union(s.Scope(string(c.m)), in, Config{Options: o, Shards: c.shards, Seed: &sd})
+			rel, err := beamdp.Union(s.Scope(string(c.m)), in, beamdp.Config{Options: o, Shards: c.shards, Seed: &sd})
 			if err != nil {
 				t.Fatal(err)
 			}
-			WriteSorted(s.Scope(string(c.m)), filepath.Join(dir, tag+string(c.m)), rel.Items)
+			beamdp.WriteSorted(s.Scope(string(c.m)), filepath.Join(dir, tag+string(c.m)), rel.Items)
 		}
 		if err := runPipeline(t, p); err != nil {
 			t.Fatal(err)
@@ -265,21 +266,21 @@ func TestUnionRejects(t *testing.T) {
 	cases := []struct {
 		name string
 		in   beam.PCollection
-		cfg  Config
+		cfg  beamdp.Config
 		want string
 	}{
-		{"shards of a parallel mechanism", pairs, Config{Options: opts(setunion.CountGaussian), Shards: 2}, "sequential mechanisms only"},
-		{"too many shards", pairs, Config{Options: opts(setunion.PolicyLaplace), Shards: MaxShards + 1}, "shards must be"},
-		{"negative shards", pairs, Config{Options: opts(setunion.PolicyLaplace), Shards: -1}, "shards must be"},
-		{"greedy_public without a table", pairs, Config{Options: opts(setunion.GreedyPublic)}, "public frequency table"},
-		{"a table for another mechanism", pairs, Config{Options: opts(setunion.PolicyLaplace), Public: createPublic(s, []testPublic{{"a", 1}})}, "only used by mechanism greedy_public"},
-		{"a table of the wrong type", pairs, Config{Options: opts(setunion.GreedyPublic), Public: pairs}, "KV<string, float64>"},
-		{"disabled policy_gaussian_l1", pairs, Config{Options: opts(setunion.PolicyGaussianL1)}, "disabled"},
-		{"bad epsilon", pairs, Config{Options: bad}, "epsilon"},
-		{"input of strings", beam.Create(s, "a", "b"), Config{Options: opts(setunion.CountGaussian)}, "KV<string, string>"},
+		{"shards of a parallel mechanism", pairs, beamdp.Config{Options: opts(setunion.CountGaussian), Shards: 2}, "sequential mechanisms only"},
+		{"too many shards", pairs, beamdp.Config{Options: opts(setunion.PolicyLaplace), Shards: beamdp.MaxShards + 1}, "shards must be"},
+		{"negative shards", pairs, beamdp.Config{Options: opts(setunion.PolicyLaplace), Shards: -1}, "shards must be"},
+		{"greedy_public without a table", pairs, beamdp.Config{Options: opts(setunion.GreedyPublic)}, "public frequency table"},
+		{"a table for another mechanism", pairs, beamdp.Config{Options: opts(setunion.PolicyLaplace), Public: createPublic(s, []testPublic{{"a", 1}})}, "only used by mechanism greedy_public"},
+		{"a table of the wrong type", pairs, beamdp.Config{Options: opts(setunion.GreedyPublic), Public: pairs}, "KV<string, float64>"},
+		{"disabled policy_gaussian_l1", pairs, beamdp.Config{Options: opts(setunion.PolicyGaussianL1)}, "disabled"},
+		{"bad epsilon", pairs, beamdp.Config{Options: bad}, "epsilon"},
+		{"input of strings", beam.Create(s, "a", "b"), beamdp.Config{Options: opts(setunion.CountGaussian)}, "KV<string, string>"},
 	}
 	for _, c := range cases {
-		_, err := Union(s, c.in, c.cfg)
+		_, err := beamdp.Union(s, c.in, c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
 		}
@@ -317,14 +318,14 @@ func TestReadRows(t *testing.T) {
 	ctx := context.Background()
 	p, s := beam.NewPipelineWithRoot()
 	glob := filepath.Join(dir, "*.csv*")
-	text, textStats, err := ReadRows(ctx, s.Scope("text"), Input{Glob: glob, Format: "csv", UserColumn: 1, TextColumn: 2, SkipHeader: true})
+	text, textStats, err := beamdp.ReadRows(ctx, s.Scope("text"), beamdp.Input{Glob: glob, Format: "csv", UserColumn: 1, TextColumn: 2, SkipHeader: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	passert.Equals(s, beam.ParDo(s, formatRow, text), "alice|hello,world,again", "bob|hello", "carol|it's,fine")
 	statsPath := filepath.Join(dir, "stats.json")
-	WriteStats(s, statsPath, textStats)
-	items, _, err := ReadRows(ctx, s.Scope("items"), Input{Glob: glob, Format: "csv", UserColumn: 1, ItemColumn: 2})
+	beamdp.WriteStats(s, statsPath, textStats)
+	items, _, err := beamdp.ReadRows(ctx, s.Scope("items"), beamdp.Input{Glob: glob, Format: "csv", UserColumn: 1, ItemColumn: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,29 +345,29 @@ func TestReadRowsErrors(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	_, s := beam.NewPipelineWithRoot()
-	if _, _, err := ReadRows(ctx, s, Input{Glob: filepath.Join(dir, "none*.tsv"), UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "no file matches") {
+	if _, _, err := beamdp.ReadRows(ctx, s, beamdp.Input{Glob: filepath.Join(dir, "none*.tsv"), UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "no file matches") {
 		t.Errorf("missing files: %v", err)
 	}
 	path := filepath.Join(dir, "short.tsv")
 	if err := os.WriteFile(path, []byte("u1\ta\nu2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadRows(ctx, s, Input{Glob: path, Format: "jsonl", UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "TSV or CSV") {
+	if _, _, err := beamdp.ReadRows(ctx, s, beamdp.Input{Glob: path, Format: "jsonl", UserColumn: 1, ItemColumn: 2}); err == nil || !strings.Contains(err.Error(), "TSV or CSV") {
 		t.Errorf("jsonl: %v", err)
 	}
-	if _, _, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1}); err == nil || !strings.Contains(err.Error(), "exactly one of") {
+	if _, _, err := beamdp.ReadRows(ctx, s, beamdp.Input{Glob: path, UserColumn: 1}); err == nil || !strings.Contains(err.Error(), "exactly one of") {
 		t.Errorf("no value column: %v", err)
 	}
 	p, s := beam.NewPipelineWithRoot()
-	rows, _, err := ReadRows(ctx, s, Input{Glob: path, UserColumn: 1, ItemColumn: 2})
+	rows, _, err := beamdp.ReadRows(ctx, s, beamdp.Input{Glob: path, UserColumn: 1, ItemColumn: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := Union(s, rows, Config{Options: setunion.Defaults()})
+	rel, err := beamdp.Union(s, rows, beamdp.Config{Options: setunion.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	WriteSorted(s, filepath.Join(dir, "out"), rel.Items)
+	beamdp.WriteSorted(s, filepath.Join(dir, "out"), rel.Items)
 	err = runPipeline(t, p)
 	if err == nil || !strings.Contains(err.Error(), "short.tsv: line 2 has 1 column(s) but column 2 is needed") {
 		t.Errorf("short row: %v", err)
@@ -385,7 +386,7 @@ func TestSIPSReadsNoSideInput(t *testing.T) {
 	in := createPairs(s, []testPair{{"u", "a"}})
 	o := setunion.Defaults()
 	o.Mechanism, o.MaxItems = setunion.DPSIPS, 2
-	rel, err := Union(s.Scope("sips"), in, Config{Options: o})
+	rel, err := beamdp.Union(s.Scope("sips"), in, beamdp.Config{Options: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +409,7 @@ func TestGreedyPublicReadsNoSideInput(t *testing.T) {
 	in := createPairs(s, []testPair{{"u", "a"}})
 	o := setunion.Defaults()
 	o.Mechanism = setunion.GreedyPublic
-	_, err := Union(s.Scope("public"), in, Config{Options: o, Shards: 3, Public: createPublic(s, []testPublic{{"a", 1}})})
+	_, err := beamdp.Union(s.Scope("public"), in, beamdp.Config{Options: o, Shards: 3, Public: createPublic(s, []testPublic{{"a", 1}})})
 	if err != nil {
 		t.Fatal(err)
 	}

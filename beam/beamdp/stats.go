@@ -10,12 +10,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 )
 
 func init() {
-	register.DoFn3x1[context.Context, []byte, func(*string, *int64) bool, error](&writeStatsFn{})
-	register.Iter2[string, int64]()
+	register.DoFn4x1[context.Context, int, func(*[]byte) bool, func(*[]byte) bool, error](&writeStatsFn{})
 }
 
 // Stats describes the input and output of a release. Like the core's
@@ -93,43 +91,27 @@ func StatsName(prefix string) string { return prefix + "-stats.json" }
 // runner may report them late, partially or not at all — prism v2.77.0
 // loses counts when it splits a bundle — and the Beam model makes no
 // promise for them.)
+//
+// The partial counts reach the writer through a join (gather), not as a
+// side input, so the file holds their whole sum.
 func WriteStats(s beam.Scope, path string, parts ...beam.PCollection) {
 	s = s.Scope("beamdp.WriteStats")
 	filesystem.ValidateScheme(path)
-	summed := stats.SumPerKey(s, beam.Flatten(s, parts...))
-	beam.ParDo0(s, &writeStatsFn{Path: path}, beam.Impulse(s), beam.SideInput{Input: summed})
+	blocks := beam.ParDo(s, &statBlocksFn{}, beam.Flatten(s, parts...))
+	beam.ParDo0(s, &writeStatsFn{Path: path}, gather(s, blocks))
 }
 
+// writeStatsFn sums the gathered statistics blocks and writes the sums.
 type writeStatsFn struct {
 	Path string `json:"path"`
 }
 
-func (fn *writeStatsFn) ProcessElement(ctx context.Context, _ []byte, summed func(*string, *int64) bool) error {
+func (fn *writeStatsFn) ProcessElement(ctx context.Context, _ int, _ func(*[]byte) bool, blocks func(*[]byte) bool) error {
 	var st Stats
-	var name string
-	var v int64
-	for summed(&name, &v) {
-		st.add(name, v)
-	}
-	fs, err := filesystem.New(ctx, fn.Path)
-	if err != nil {
+	if err := eachBlock(blocks, st.addBlock); err != nil {
 		return err
 	}
-	defer fs.Close()
-	w, err := fs.OpenWrite(ctx, fn.Path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(w)
-	if err := json.NewEncoder(bw).Encode(st); err != nil {
-		w.Close()
-		return fmt.Errorf("writing %s: %w", fn.Path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		w.Close()
-		return fmt.Errorf("writing %s: %w", fn.Path, err)
-	}
-	return w.Close()
+	return writeFile(ctx, fn.Path, func(w *bufio.Writer) error { return json.NewEncoder(w).Encode(st) })
 }
 
 // ReadStats reads the statistics WriteStats wrote to path, after the

@@ -1,9 +1,10 @@
-package beamdp
+package beamdp_test
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/dpsql/dpsql/beam/beamdp"
 	"github.com/dpsql/dpsql/beam/internal/skewed"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
@@ -29,7 +30,7 @@ func TestStatsComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStats := Stats{Rows: rows, Occurrences: want.Occurrences, Users: int64(want.Users), Pairs: want.Pairs, DistinctItems: int64(want.DistinctItems)}
+	wantStats := beamdp.Stats{Rows: rows, Occurrences: want.Occurrences, Users: int64(want.Users), Pairs: want.Pairs, DistinctItems: int64(want.DistinctItems)}
 	var branches []branch
 	for _, c := range []struct {
 		m      setunion.Mechanism
@@ -37,9 +38,9 @@ func TestStatsComplete(t *testing.T) {
 	}{{setunion.PolicyGaussianL2, 2}, {setunion.GreedyFrequency, 2}, {setunion.PolicyLaplace, 3}, {setunion.WeightedGaussian, 1}, {setunion.DPSIPS, 1}} {
 		o := setunion.Defaults()
 		o.Mechanism = c.m
-		branches = append(branches, branch{name: fmt.Sprintf("%s-S%d", c.m, c.shards), cfg: Config{Options: o, Shards: c.shards, CountDistinctItems: true}})
+		branches = append(branches, branch{name: fmt.Sprintf("%s-S%d", c.m, c.shards), cfg: beamdp.Config{Options: o, Shards: c.shards, CountDistinctItems: true}})
 	}
-	res := runBranches(t, Input{Glob: glob, UserColumn: 1, ItemColumn: 2}, branches)
+	res := runBranches(t, beamdp.Input{Glob: glob, UserColumn: 1, ItemColumn: 2}, branches)
 	for _, b := range branches {
 		got := res[b.name].stats
 		w := wantStats

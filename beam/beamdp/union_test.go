@@ -1,4 +1,4 @@
-package beamdp
+package beamdp_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
+	"github.com/dpsql/dpsql/beam/beamdp"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/securerand"
 	"github.com/dpsql/dpsql/sqlext/setunion"
@@ -42,25 +43,25 @@ func matchOptions(m setunion.Mechanism) setunion.Options {
 // branch is one release of a multi-release test pipeline.
 type branch struct {
 	name   string
-	cfg    Config
+	cfg    beamdp.Config
 	public string // greedy_public: the public table's file
 }
 
 // result is what a branch released.
 type result struct {
 	items []string
-	stats Stats
+	stats beamdp.Stats
 }
 
 // runBranches reads input once and runs every branch on it in one prism
 // pipeline; it returns each branch's released items and statistics, read
 // back from the files WriteSorted and WriteStats wrote.
-func runBranches(t *testing.T, input Input, branches []branch) map[string]result {
+func runBranches(t *testing.T, input beamdp.Input, branches []branch) map[string]result {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	p, s := beam.NewPipelineWithRoot()
-	rows, rowStats, err := ReadRows(ctx, s, input)
+	rows, rowStats, err := beamdp.ReadRows(ctx, s, input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,16 +69,16 @@ func runBranches(t *testing.T, input Input, branches []branch) map[string]result
 		bs := s.Scope(b.name)
 		cfg := b.cfg
 		if b.public != "" {
-			if cfg.Public, err = ReadPublic(ctx, bs, b.public); err != nil {
+			if cfg.Public, err = beamdp.ReadPublic(ctx, bs, b.public); err != nil {
 				t.Fatal(err)
 			}
 		}
-		rel, err := Union(bs, rows, cfg)
+		rel, err := beamdp.Union(bs, rows, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", b.name, err)
 		}
-		WriteSorted(bs, filepath.Join(dir, b.name), rel.Items)
-		WriteStats(bs, StatsName(filepath.Join(dir, b.name)), rowStats, rel.Stats)
+		beamdp.WriteSorted(bs, filepath.Join(dir, b.name), rel.Items)
+		beamdp.WriteStats(bs, beamdp.StatsName(filepath.Join(dir, b.name)), rowStats, rel.Stats)
 	}
 	start := time.Now()
 	if err := executePrism(t, ctx, p); err != nil {
@@ -86,7 +87,7 @@ func runBranches(t *testing.T, input Input, branches []branch) map[string]result
 	t.Logf("prism ran %d releases in %.1fs", len(branches), time.Since(start).Seconds())
 	out := make(map[string]result)
 	for _, b := range branches {
-		data, err := os.ReadFile(ShardName(filepath.Join(dir, b.name)))
+		data, err := os.ReadFile(beamdp.ShardName(filepath.Join(dir, b.name)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func runBranches(t *testing.T, input Input, branches []branch) map[string]result
 		if !slices.IsSorted(items) {
 			t.Errorf("%s: output is not sorted", b.name)
 		}
-		st, err := ReadStats(ctx, StatsName(filepath.Join(dir, b.name)))
+		st, err := beamdp.ReadStats(ctx, beamdp.StatsName(filepath.Join(dir, b.name)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,10 +182,10 @@ func TestParallelMatchesCore(t *testing.T) {
 	var branches []branch
 	for _, m := range mechs {
 		for seed := range uint64(beamSeeds) {
-			branches = append(branches, branch{name: fmt.Sprintf("%s-%d", m, seed), cfg: Config{Options: matchOptions(m), Seed: &seed, CountDistinctItems: true}})
+			branches = append(branches, branch{name: fmt.Sprintf("%s-%d", m, seed), cfg: beamdp.Config{Options: matchOptions(m), Seed: &seed, CountDistinctItems: true}})
 		}
 	}
-	res := runBranches(t, Input{Glob: path, UserColumn: 1, TextColumn: 2}, branches)
+	res := runBranches(t, beamdp.Input{Glob: path, UserColumn: 1, TextColumn: 2}, branches)
 	rows := corpusRows(t, path)
 	t.Logf("%-18s %12s %12s %8s", "mechanism", "beam mean", "core mean", "diff")
 	for _, m := range mechs {
@@ -206,7 +207,7 @@ func TestParallelMatchesCore(t *testing.T) {
 	}
 }
 
-func checkStats(t *testing.T, name string, got Stats, want setunion.Stats, rows int64) {
+func checkStats(t *testing.T, name string, got beamdp.Stats, want setunion.Stats, rows int64) {
 	t.Helper()
 	if got.Occurrences != want.Occurrences || got.Users != int64(want.Users) || got.Pairs != want.Pairs || got.DistinctItems != int64(want.DistinctItems) {
 		t.Errorf("%s: pipeline statistics %+v, core stats %+v", name, got, want)
@@ -242,14 +243,14 @@ func TestShardedMatchesCore(t *testing.T) {
 	var branches []branch
 	for _, r := range runs {
 		for seed := range uint64(r.seeds) {
-			b := branch{name: name(r, seed), cfg: Config{Options: matchOptions(r.m), Shards: r.shards, Seed: &seed}}
+			b := branch{name: name(r, seed), cfg: beamdp.Config{Options: matchOptions(r.m), Shards: r.shards, Seed: &seed}}
 			if r.m == setunion.GreedyPublic {
 				b.public = public
 			}
 			branches = append(branches, b)
 		}
 	}
-	res := runBranches(t, Input{Glob: path, UserColumn: 1, TextColumn: 2}, branches)
+	res := runBranches(t, beamdp.Input{Glob: path, UserColumn: 1, TextColumn: 2}, branches)
 	rows := corpusRows(t, path)
 	publicTable := map[string]float64{}
 	for _, l := range strings.Split(strings.TrimSpace(string(must(os.ReadFile(public)))), "\n") {

@@ -177,25 +177,11 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 
 	start := time.Now()
 	p, s := beam.NewPipelineWithRoot()
-	rows, rowStats, err := beamdp.ReadRows(ctx, s, beamdp.Input{
-		Glob: in.Input, Format: tabfile.Format(strings.ToLower(in.Format)), UserColumn: in.UserColumn,
-		ItemColumn: in.ItemColumn, TextColumn: in.TextColumn, SkipHeader: in.SkipHeader,
-	})
+	rel, err := buildUnion(ctx, s, in, mf.Public, cfg, *output)
 	if err != nil {
 		return err
 	}
-	if mf.Public != "" {
-		if cfg.Public, err = beamdp.ReadPublic(ctx, s, mf.Public); err != nil {
-			return err
-		}
-	}
-	rel, err := beamdp.Union(s, rows, cfg)
-	if err != nil {
-		return usageError{err}
-	}
 	statsPath := beamdp.StatsName(*output)
-	beamdp.WriteSorted(s, *output, rel.Items)
-	beamdp.WriteStats(s, statsPath, rowStats, rel.Stats)
 
 	var progressW io.Writer = stderr
 	if *quiet {
@@ -216,6 +202,32 @@ func runUnion(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Wr
 		return fmt.Errorf("the pipeline succeeded but its statistics are unreadable: %w", err)
 	}
 	return writeSummary(stderr, rel.Calibration, start, in.Input, *output, statsPath, runner, cfg, st)
+}
+
+// buildUnion adds the command's pipeline to s: read the input (and the
+// public table, if any), release with cfg, write the items to
+// ShardName(output) and the statistics to StatsName(output). A bad
+// configuration is a usageError.
+func buildUnion(ctx context.Context, s beam.Scope, in cli.InputFlags, public string, cfg beamdp.Config, output string) (beamdp.Release, error) {
+	rows, rowStats, err := beamdp.ReadRows(ctx, s, beamdp.Input{
+		Glob: in.Input, Format: tabfile.Format(strings.ToLower(in.Format)), UserColumn: in.UserColumn,
+		ItemColumn: in.ItemColumn, TextColumn: in.TextColumn, SkipHeader: in.SkipHeader,
+	})
+	if err != nil {
+		return beamdp.Release{}, err
+	}
+	if public != "" {
+		if cfg.Public, err = beamdp.ReadPublic(ctx, s, public); err != nil {
+			return beamdp.Release{}, err
+		}
+	}
+	rel, err := beamdp.Union(s, rows, cfg)
+	if err != nil {
+		return rel, usageError{err}
+	}
+	beamdp.WriteSorted(s, output, rel.Items)
+	beamdp.WriteStats(s, beamdp.StatsName(output), rowStats, rel.Stats)
+	return rel, nil
 }
 
 // unionUsage returns the union command's usage: its own flags, then the Beam

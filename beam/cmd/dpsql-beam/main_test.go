@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,8 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
+
 	"github.com/dpsql/dpsql/beam/beamdp"
 	"github.com/dpsql/dpsql/beam/internal/skewed"
+	"github.com/dpsql/dpsql/internal/cli"
 	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 	"github.com/dpsql/dpsql/sqlext/tabfile"
@@ -223,5 +228,65 @@ func TestStatus(t *testing.T) {
 	}
 	if got, want := status(now, base, 0), "500 rows read, 7 users grouped, 3 release decisions"; got != want {
 		t.Errorf("unknown size: status %q, want %q", got, want)
+	}
+}
+
+// TestPipelineReadsNoSideInput checks that no transform of the command's
+// pipeline (buildUnion), for every proven mechanism, reads a side input:
+// prism v2.77.0 may start a side input's reader before the side input is
+// complete (docs/privacy.md §39), so a round, a shard or an output writer
+// reading one could see part of its data. Each writer must gather its data
+// with a join instead (two CoGroupByKeys a release: items and statistics).
+func TestPipelineReadsNoSideInput(t *testing.T) {
+	dir := t.TempDir()
+	input, public := filepath.Join(dir, "in.tsv"), filepath.Join(dir, "public.tsv")
+	for _, f := range []string{input, public} {
+		if err := os.WriteFile(f, []byte("u1\ta\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, s := beam.NewPipelineWithRoot()
+	releases := 0
+	for _, m := range setunion.Mechanisms() {
+		if !m.Proven() {
+			continue
+		}
+		shards := []int{1}
+		if m.Sequential() {
+			shards = append(shards, 3)
+		}
+		for _, n := range shards {
+			name := fmt.Sprintf("%s-S%d", m, n)
+			o := setunion.Defaults()
+			o.Mechanism = m
+			pub := ""
+			if m == setunion.GreedyPublic {
+				pub = public
+			}
+			in := cli.InputFlags{Input: input, UserColumn: 1, ItemColumn: 2}
+			if _, err := buildUnion(context.Background(), s.Scope(name), in, pub, beamdp.Config{Options: o, Shards: n}, filepath.Join(dir, name)); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			releases++
+		}
+	}
+	edges, _, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writerJoins := 0
+	for _, e := range edges {
+		for _, in := range e.Input {
+			if in.Kind != graph.Main {
+				t.Errorf("%s (%s) reads a side input (%s)", e.Name(), e.Scope(), in.Kind)
+			}
+		}
+		scope := e.Scope().String()
+		if e.Op == graph.CoGBK && (strings.Contains(scope, "beamdp.WriteSorted") || strings.Contains(scope, "beamdp.WriteStats")) {
+			writerJoins++
+		}
+	}
+	if writerJoins != 2*releases {
+		t.Errorf("%d joins in the writers of %d releases, want %d", writerJoins, releases, 2*releases)
 	}
 }

@@ -1,4 +1,4 @@
-package beamdp
+package shard
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 )
 
 // iterRows returns a Beam-style iterator over rows.
-func iterRows(rows []userItems) func(*userItems) bool {
+func iterRows(rows []Row) func(*Row) bool {
 	i := 0
-	return func(r *userItems) bool {
+	return func(r *Row) bool {
 		if i == len(rows) {
 			return false
 		}
@@ -25,18 +25,18 @@ func iterRows(rows []userItems) func(*userItems) bool {
 }
 
 // shardedHistograms runs the pipeline's sharded policy without Beam: rows go
-// to shardOf's shard, each shard runs shardWeights (the function the shard
-// DoFn calls). It returns each shard's histogram.
-func shardedHistograms(t *testing.T, opts setunion.Options, key [2]uint64, shards int, rows []userItems) []map[string]float64 {
+// to Of's shard, each shard runs Weights (the function beamdp's shard DoFn
+// calls). It returns each shard's histogram.
+func shardedHistograms(t *testing.T, opts setunion.Options, key [2]uint64, shards int, rows []Row) []map[string]float64 {
 	t.Helper()
-	per := make([][]userItems, shards)
+	per := make([][]Row, shards)
 	for _, r := range rows {
-		j := shardOf(key, shards, []byte(r.User))
+		j := Of(key, shards, []byte(r.User))
 		per[j] = append(per[j], r)
 	}
 	out := make([]map[string]float64, shards)
 	for j := range per {
-		items, w, _, err := shardWeights(opts, key, securerand.NewSeeded(uint64(j)), iterRows(per[j]), false)
+		items, w, _, err := Weights(opts, key, securerand.NewSeeded(uint64(j)), iterRows(per[j]), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func sum(hs []map[string]float64) map[string]float64 {
 // sampled subsets"), options with a small cutoff Γ (so that items reach it
 // and the cap matters), and one more user x who may hold items nobody else
 // holds.
-func neighbourCase(r *rand.Rand, m setunion.Mechanism, trial int) (setunion.Options, []userItems, userItems) {
+func neighbourCase(r *rand.Rand, m setunion.Mechanism, trial int) (setunion.Options, []Row, Row) {
 	o := setunion.Defaults()
 	o.Mechanism = m
 	o.Epsilon = 2 + 40*r.Float64()
@@ -79,12 +79,12 @@ func neighbourCase(r *rand.Rand, m setunion.Mechanism, trial int) (setunion.Opti
 			}
 		}
 	}
-	user := func(name string, fresh int) userItems {
+	user := func(name string, fresh int) Row {
 		k := 1 + r.IntN(min(o.MaxItems, nItems))
 		if !m.Bounded() {
 			k = 1 + r.IntN(nItems)
 		}
-		u := userItems{User: name}
+		u := Row{User: name}
 		for _, i := range r.Perm(nItems)[:k] {
 			u.Items = append(u.Items, fmt.Sprint("i", i))
 		}
@@ -102,14 +102,14 @@ func neighbourCase(r *rand.Rand, m setunion.Mechanism, trial int) (setunion.Opti
 		}
 		return u
 	}
-	var rows []userItems
+	var rows []Row
 	for u := range 1 + r.IntN(40) {
 		rows = append(rows, user(fmt.Sprint("u", u), 0))
 	}
 	return o, rows, user(fmt.Sprint("x", trial), r.IntN(4))
 }
 
-// TestShardedSensitivity checks the argument of the package documentation on
+// TestShardedSensitivity checks the argument of beamdp's package documentation on
 // random neighbouring databases D and D ∪ {x}, for every sequential
 // mechanism and S ∈ {1, 2, 4, 16}, with the same key and subsets:
 //
@@ -135,7 +135,7 @@ func TestShardedSensitivity(t *testing.T) {
 					}
 					a := shardedHistograms(t, o, key, shards, rows)
 					b := shardedHistograms(t, o, key, shards, append(slices.Clone(rows), x))
-					xs := shardOf(key, shards, []byte(x.User))
+					xs := Of(key, shards, []byte(x.User))
 					for j := range a {
 						if j != xs && !mapsEqual(a[j], b[j]) {
 							t.Fatalf("trial %d: shard %d differs although x is in shard %d", trial, j, xs)
@@ -246,7 +246,7 @@ func TestShardsAreHashRanges(t *testing.T) {
 		var us []u
 		for i := range 5000 {
 			id := []byte(fmt.Sprint("user", i))
-			s := shardOf(key, shards, id)
+			s := Of(key, shards, id)
 			if s < 0 || s >= shards {
 				t.Fatalf("shard %d out of range [0, %d)", s, shards)
 			}
