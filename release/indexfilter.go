@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/dpsql/dpsql/internal/radix"
 	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
@@ -251,28 +252,5 @@ func sortByHigh(keys []uint64, width int) {
 		slices.Sort(keys) // (high, low): equal highs keep their ascending lows
 		return
 	}
-	const digit = 11
-	tmp := make([]uint64, len(keys))
-	src, dst := keys, tmp
-	var count [1 << digit]int
-	for shift := 32; shift < 32+width; shift += digit {
-		clear(count[:])
-		for _, k := range src {
-			count[k>>shift&(1<<digit-1)]++
-		}
-		sum := 0
-		for d, c := range count {
-			count[d] = sum
-			sum += c
-		}
-		for _, k := range src {
-			d := k >> shift & (1<<digit - 1)
-			dst[count[d]] = k
-			count[d]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &keys[0] {
-		copy(keys, src)
-	}
+	radix.SortBits(keys, 32, width)
 }

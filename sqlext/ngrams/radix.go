@@ -3,6 +3,8 @@ package ngrams
 import (
 	"math/bits"
 	"slices"
+
+	"github.com/dpsql/dpsql/internal/radix"
 )
 
 // sortBelow sorts keys, distinct integers below size, ascending: the same
@@ -16,29 +18,5 @@ func sortBelow(keys []uint64, size uint64) {
 		slices.Sort(keys)
 		return
 	}
-	const digit = 11
-	width := bits.Len64(size - 1)
-	tmp := make([]uint64, len(keys))
-	src, dst := keys, tmp
-	var count [1 << digit]int
-	for shift := 0; shift < width; shift += digit {
-		clear(count[:])
-		for _, k := range src {
-			count[k>>shift&(1<<digit-1)]++
-		}
-		sum := 0
-		for d, c := range count {
-			count[d] = sum
-			sum += c
-		}
-		for _, k := range src {
-			d := k >> shift & (1<<digit - 1)
-			dst[count[d]] = k
-			count[d]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &keys[0] {
-		copy(keys, src)
-	}
+	radix.SortBits(keys, 0, bits.Len64(size-1))
 }
