@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql/internal/testenv"
@@ -176,7 +178,26 @@ func objectiveOracle(t *testing.T, name string, per map[string]map[string]int, t
 	if err != nil {
 		t.Fatal(err)
 	}
-	kappa, sigT := plan.UnitSigma, plan.Bounds.TestSigma
+	shares := []float64{dpagg.BoundsShare}
+	for _, f := range strings.Split(os.Getenv("DPSQL_ORACLE_SHARES"), ",") {
+		if v, err := strconv.ParseFloat(f, 64); err == nil && v != dpagg.BoundsShare {
+			shares = append(shares, v)
+		}
+	}
+	for _, share := range shares {
+		// The choice's share s of the aggregates' ρ: the tests' σ_t ∝ 1/√s,
+		// the statistics' κ ∝ 1/√(1 − s).
+		kappa := plan.UnitSigma * math.Sqrt((1-dpagg.BoundsShare)/(1-share))
+		sigT := plan.Bounds.TestSigma * math.Sqrt(dpagg.BoundsShare/share)
+		t.Logf("%s: the choice's share of ρ_a %.2f", name, share)
+		objectiveAt(t, name, us, truth, nAll, topN, mqs, kappa, sigT, share == dpagg.BoundsShare)
+	}
+}
+
+// objectiveAt runs objectiveOracle's models at the statistics' σ per unit
+// of ℓ2 sensitivity kappa and the tests' σ_t sigT; noiseless adds the
+// noiseless joint argmins.
+func objectiveAt(t *testing.T, name string, us []objUser, truth []float64, nAll float64, topN int, mqs []float64, kappa, sigT float64, noiseless bool) {
 	t.Logf("%s: top shares of the rows: first %.4f, median %.4f, last %.4f; unit σ %.3f, σ_t %.2f", name, truth[0]/nAll, truth[topN/2]/nAll, truth[topN-1]/nAll, kappa, sigT)
 	r := rand.New(rand.NewPCG(1, 2))
 	med := func(s []float64) float64 { n := len(s); return (s[(n-1)/2] + s[n/2]) / 2 }
@@ -236,6 +257,9 @@ func objectiveOracle(t *testing.T, name string, per map[string]map[string]int, t
 		slices.Reverse(ms)
 		// Noiseless, jointly over (d, m) and at m_q alone, per cap.
 		for _, md := range models {
+			if !noiseless {
+				break
+			}
 			for _, b := range []float64{4, 16, 64, math.Inf(1)} {
 				best, bd, bm := math.Inf(1), 0.0, 0.0
 				seq, sd := math.Inf(1), 0.0

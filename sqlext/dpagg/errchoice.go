@@ -150,6 +150,12 @@ func (t *tester) marginalSearch(n int, tau, capC float64, x func(i int) float64)
 
 // chooseForError refines m and the clamping bounds with candidates for
 // error (see above), after chooseCounts, and recalibrates.
+// fixedCountBounds, when a test sets it, replaces the chosen (Δ0_a, m) of a
+// count after the tests ran (their budget is spent as planned), so that the
+// real release can be measured at given bounds (demo_fixed_test.go). It is
+// nil outside tests.
+var fixedCountBounds *[2]int
+
 func (p *Pipeline) chooseForError(rng *rand.Rand) error {
 	b := p.plan.Bounds
 	if b == nil || p.chosen == nil {
@@ -168,6 +174,9 @@ func (p *Pipeline) chooseForError(rng *rand.Rand) error {
 	kept := p.choiceKeys(d)
 	if ai := rowsAggregate(p.opts.Aggregates); b.ErrorRows && !c.Fallback && ai >= 0 {
 		c.MaxRowsPerGroup = p.chooseRowsForError(kept, ai, capC)
+		if fixedCountBounds != nil { // tests only: the real release at a given (Δ0_a, m)
+			c.AggregateGroups, c.MaxRowsPerGroup = fixedCountBounds[0], fixedCountBounds[1]
+		}
 		if err := p.replan(c); err != nil {
 			return err
 		}
