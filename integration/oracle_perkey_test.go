@@ -333,6 +333,16 @@ func perKeyOracle(t *testing.T, name string, per map[string]map[string]int, topN
 			}
 			byD += fmt.Sprintf(" d=%v: %.3f (%.4g);", d, bestD, bpD)
 		}
+		if ru.name == "m_k = c·N_k" {
+			for _, d := range []float64{32, 64, 128} {
+				line := ""
+				for _, c := range cs[18:34] {
+					e, _ := p.eval(ru.caps(c), d, 100)
+					line += fmt.Sprintf(" %.4g: %.3f;", c, e)
+				}
+				t.Logf("%s, m_k = c·N_k, d = %v, error per c:%s", name, d, line)
+			}
+		}
 		e, b := p.eval(ru.caps(bp), bd, 1000)
 		t.Logf("%s, %s: best d %v, parameter %.4g: error %.3f (re-drawn %.3f), bias %.3f/%.3f; per d:%s", name, ru.name, bd, bp, best, e, bb, b, byD)
 	}
