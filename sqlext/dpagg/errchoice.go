@@ -148,14 +148,14 @@ func (t *tester) marginalSearch(n int, tau, capC float64, x func(i int) float64)
 	return lo
 }
 
-// chooseForError refines m and the clamping bounds with candidates for
-// error (see above), after chooseCounts, and recalibrates.
 // fixedCountBounds, when a test sets it, replaces the chosen (Δ0_a, m) of a
 // count after the tests ran (their budget is spent as planned), so that the
 // real release can be measured at given bounds (demo_fixed_test.go). It is
 // nil outside tests.
 var fixedCountBounds *[2]int
 
+// chooseForError refines m and the clamping bounds with candidates for
+// error (see above), after chooseCounts, and recalibrates.
 func (p *Pipeline) chooseForError(rng *rand.Rand) error {
 	b := p.plan.Bounds
 	if b == nil || p.chosen == nil {
