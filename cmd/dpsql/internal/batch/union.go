@@ -90,6 +90,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
+	defer startTrace(stderr)()
 	start := time.Now()
 	// Rows are tokenised and interned in batches on up to --workers
 	// goroutines and added in input order (setunion.Batch), so the seeded
@@ -107,9 +108,10 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	readDone := time.Now()
-	b.Group()
+	region("group", func() { b.Group() })
 	groupDone := time.Now()
-	res := b.Release(rng)
+	var res setunion.Result
+	region("release", func() { res = b.Release(rng) })
 	releaseDone := time.Now()
 	cli.WarnDeltaUsers(stderr, opts.Delta, res.Stats.Users)
 
