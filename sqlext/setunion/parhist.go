@@ -66,11 +66,11 @@ func additiveWeight(m Mechanism, n int) float64 {
 // counts, single_item, the weighted rules and every round of dp_sips) of
 // inputs with at least 2^18 (user, item) pairs on up to n goroutines (the
 // largest power of two not above n). The release is the same bit for bit
-// for every n. It is for a process that runs one release at a time, such as
-// `dpsql union`: each pair is still read once, but every goroutine walks
-// all the users (a binary search in each list), so the sum takes less wall
-// time for a little more CPU, which a server running releases on every core
-// at once need not pay. The default is one goroutine.
+// for every n. Each pair is still read once, but every goroutine walks all
+// the users (a binary search in each list) and the samples are drawn on
+// one goroutine first, so it costs more CPU than one goroutine and, on
+// git_python_ecosystem, also more wall time: `dpsql union` does not use it
+// (docs/performance.md, 27 November 2026). The default is one goroutine.
 func (b *Builder) SetHistogramWorkers(n int) { b.histWorkers = n }
 
 // histogramWorkers returns how many goroutines sum an additive histogram of
