@@ -29,8 +29,11 @@ import (
 // only that part: each pair is read once in all, not once per goroutine,
 // and no branch asks whose item it is. The random part of a round, the
 // uniform sample of the users with more than Δ0 items, is drawn before, on
-// one goroutine, in the users' order and with the same calls, so the rng is
-// consumed exactly as by Histogram.Update over the users one by one.
+// one goroutine, in the users' order and with the same words, so the rng is
+// consumed exactly as by Histogram.Update over the users one by one: only
+// the swap targets are drawn there (securerand.SampleSwaps; they depend on
+// a user's count and Δ0 alone), and the swaps, which read the lists, are
+// made on all cores, each sample then split by the goroutines' ranges.
 
 // parallelHistogramMin is the number of (user, item) pairs from which an
 // additive histogram is summed on all cores.
@@ -63,11 +66,11 @@ func additiveWeight(m Mechanism, n int) float64 {
 // counts, single_item, the weighted rules and every round of dp_sips) of
 // inputs with at least 2^18 (user, item) pairs on up to n goroutines (the
 // largest power of two not above n). The release is the same bit for bit
-// for every n. It is for a process that runs one release at a time, such as
-// `dpsql union`: each pair is still read once, but every goroutine walks
-// all the users (a binary search in each list), so the sum takes less wall
-// time for a little more CPU, which a server running releases on every core
-// at once need not pay. The default is one goroutine.
+// for every n. Each pair is still read once, but every goroutine walks all
+// the users (a binary search in each list) and the samples are drawn on
+// one goroutine first, so it costs more CPU than one goroutine and, on
+// git_python_ecosystem, also more wall time: `dpsql union` does not use it
+// (docs/performance.md, 27 November 2026). The default is one goroutine.
 func (b *Builder) SetHistogramWorkers(n int) { b.histWorkers = n }
 
 // histogramWorkers returns how many goroutines sum an additive histogram of
@@ -147,16 +150,6 @@ func appendLeft[E uint32 | uint64](dst []uint32, ids []E, shift uint, exclude []
 	return dst
 }
 
-// addRange adds w to W[i] for the ids i in [lo, hi) not excluded; ids may
-// be in any order.
-func addRange[E uint32 | uint64](W []float64, ids []E, shift uint, exclude []uint64, w float64, lo, hi uint32) {
-	for _, e := range ids {
-		if i := idOf(e, shift); i-lo < hi-lo && !excluded(exclude, i) {
-			W[i] += w
-		}
-	}
-}
-
 // addSortedIDs adds w to W[i] for the ids i in [lo, hi) not excluded, for
 // ids strictly ascending: it reads only the ids in the range, found by
 // binary search (none at an end of the item ids, 0 or all).
@@ -230,14 +223,30 @@ func itemRanges(src userLists, users, items, workers int) []uint32 {
 	return bounds
 }
 
+// additiveScratch is the memory of one parallelAdditive call, kept in
+// scratchPool for the next (the rounds of dp_sips, the next release): fresh
+// pages cost a page fault each (about 10–16 µs on the machines measured in
+// docs/performance.md), more than the sums they would hold.
+type additiveScratch struct {
+	n       []int32  // each user's number of items left, by position in order
+	sampled []int32  // the positions of the users above the bound, ascending
+	swaps   []uint32 // their swap targets, then their samples, bound each
+	cuts    []int32  // where each goroutine's range starts in each sample
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(additiveScratch) }}
+
 // parallelAdditive builds h (an additive rule, empty) over users in order
 // with workers goroutines, giving the same H, bit for bit, and consuming rng
 // exactly as Histogram.Update called on each user in order after the same
 // exclusion and bounding to bound items.
 func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src userLists, order []uint32, bound int, exclude []uint64, workers int) error {
+	sc := scratchPool.Get().(*additiveScratch)
+	defer scratchPool.Put(sc)
 	// 1. Each user's number of items left after exclusion, on all cores
 	// (no randomness).
-	n := make([]int32, len(order))
+	n := slices.Grow(sc.n[:0], len(order))[:len(order)]
+	sc.n = n
 	if err := forChunks(ctx, len(order), workers, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
 			if (k-lo)%checkUsers == 0 && ctx.Err() != nil {
@@ -249,51 +258,125 @@ func parallelAdditive(ctx context.Context, rng *rand.Rand, h *Histogram, src use
 	}); err != nil {
 		return err
 	}
-	// 2. The uniform samples of the users above the bound, in order, with
-	// the calls Update's caller makes.
-	// They are kept one after the other in samples; sampledAt maps a user's
-	// position in order to where its bound items start.
-	var samples, buf []uint32
-	sampledAt := map[int]int{}
-	for k, u := range order {
-		if k%checkUsers == 0 && ctx.Err() != nil {
+	// 2. The uniform samples of the users above the bound. The swap
+	// targets SampleIDs would draw are drawn here, in order, with its
+	// words (securerand.SampleSwaps): they depend on a user's count and the
+	// bound only, so this is the one serial step, about 6 ns a target.
+	sampled := sc.sampled[:0]
+	for k := range order {
+		if int(n[k]) > bound {
+			sampled = append(sampled, int32(k))
+		}
+	}
+	sc.sampled = sampled
+	swaps := slices.Grow(sc.swaps[:0], len(sampled)*bound)
+	for s, k := range sampled {
+		if s%checkUsers == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if int(n[k]) <= bound {
-			continue
-		}
-		ids, entries := src.raw(u)
-		buf = appendLeft(appendLeft(buf[:0], ids, 0, exclude), entries, 32, exclude)
-		sampledAt[k] = len(samples)
-		samples = append(samples, securerand.SampleIDs(rng, buf, bound)...)
+		swaps = securerand.SampleSwaps(rng, int(n[k]), bound, swaps)
 		n[k] = int32(bound)
+	}
+	sc.swaps = swaps
+	// The swaps are made on all cores, each user's sample overwriting its
+	// targets: swaps[s*bound:(s+1)*bound] is then the sample of the user
+	// at position sampled[s], grouped by the goroutine of step 3 whose
+	// range of items holds them (a counting sort by range): that
+	// goroutine's part starts at cuts[s*(workers+1)+j] and ends where the
+	// next one's starts. A user adds the same weight to each of its items
+	// once, so the order within a user changes no item's sum.
+	bounds := itemRanges(src, len(src.lists)+src.flatUsers(), len(h.W), workers)
+	cuts := slices.Grow(sc.cuts[:0], len(sampled)*(workers+1))[:len(sampled)*(workers+1)]
+	sc.cuts = cuts
+	if err := forChunks(ctx, len(sampled), workers, func(lo, hi int) {
+		var buf []uint32
+		for s := lo; s < hi; s++ {
+			if (s-lo)%checkUsers == 0 && ctx.Err() != nil {
+				return
+			}
+			ids, entries := src.raw(order[sampled[s]])
+			buf = appendLeft(appendLeft(buf[:0], ids, 0, exclude), entries, 32, exclude)
+			js := swaps[s*bound : (s+1)*bound]
+			sample := securerand.ApplySwaps(buf, js)
+			splitByRange(js, sample, bounds, cuts[s*(workers+1):(s+1)*(workers+1)])
+		}
+	}); err != nil {
+		return err
 	}
 	// 3. The sums, each goroutine over its own range of items and every
 	// user in order.
-	bounds := itemRanges(src, len(src.lists)+src.flatUsers(), len(h.W), workers)
 	return forChunks(ctx, workers, workers, func(j, _ int) {
 		lo, hi := bounds[j], bounds[j+1]
 		if lo == hi {
 			return
 		}
 		all := int(hi) == len(h.W) // the last range: no upper search
+		next := 0                  // the first user of sampled not yet met
 		for k, u := range order {
 			if k%checkUsers == 0 && ctx.Err() != nil {
 				return
+			}
+			if next < len(sampled) && int(sampled[next]) == k {
+				if bound > 0 {
+					w := additiveWeight(h.rule, bound)
+					c := cuts[next*(workers+1)+j : next*(workers+1)+j+2]
+					addIDs(h.W, swaps[next*bound+int(c[0]):next*bound+int(c[1])], w)
+				}
+				next++
+				continue
 			}
 			if n[k] == 0 {
 				continue
 			}
 			w := additiveWeight(h.rule, int(n[k]))
-			if at, ok := sampledAt[k]; ok {
-				addRange(h.W, samples[at:at+bound], 0, nil, w, lo, hi)
-				continue
-			}
 			ids, entries := src.raw(u)
 			addSortedIDs(h.W, ids, exclude, w, lo, hi, all)
 			addSortedEntries(h.W, entries, exclude, w, lo, hi, all)
 		}
 	})
+}
+
+// splitByRange writes the ids of sample to dst (of the same length, not
+// overlapping it) grouped by the range bounds[j] ≤ i < bounds[j+1] that
+// holds them, in order of j and stable within a range, and sets cut[j] to
+// where range j starts in dst (cut[len(bounds)−1] = len(dst)).
+func splitByRange(dst, sample []uint32, bounds []uint32, cut []int32) {
+	workers := len(bounds) - 1
+	clear(cut)
+	for _, i := range sample {
+		cut[rangeOf(i, bounds, workers)+1]++
+	}
+	for j := 1; j <= workers; j++ {
+		cut[j] += cut[j-1]
+	}
+	var at [9]int32
+	pos := at[:0]
+	if workers+1 > len(at) {
+		pos = make([]int32, 0, workers)
+	}
+	pos = append(pos, cut[:workers]...)
+	for _, i := range sample {
+		r := rangeOf(i, bounds, workers)
+		dst[pos[r]] = i
+		pos[r]++
+	}
+}
+
+// rangeOf returns the j with bounds[j] ≤ i < bounds[j+1] (bounds ascending,
+// bounds[0] = 0, i below bounds[workers]).
+func rangeOf(i uint32, bounds []uint32, workers int) int {
+	j := 0
+	for j+1 < workers && i >= bounds[j+1] {
+		j++
+	}
+	return j
+}
+
+// addIDs adds w to W[i] for each id i.
+func addIDs(W []float64, ids []uint32, w float64) {
+	for _, i := range ids {
+		W[i] += w
+	}
 }
 
 // forChunks calls f(lo, hi) on workers goroutines for contiguous ranges
