@@ -68,9 +68,6 @@ type Builder struct {
 	// shared read-only with other builders: lists is prep's, and users and
 	// items stay empty until the builder is changed (own).
 	prep *Prepared
-	// histWorkers is how many goroutines may sum an additive histogram
-	// (SetHistogramWorkers; 0 or 1: one).
-	histWorkers int
 	// spare, when not nil, is the weights of a histogram the release no
 	// longer reads (an earlier round of dp_sips): the next histogram of
 	// the same release clears and reuses it instead of allocating.
@@ -649,18 +646,6 @@ func (b *Builder) histogram(ctx context.Context, rng *rand.Rand, key [2]uint64, 
 		h.W = make([]float64, n)
 	}
 	b.spare = nil
-	if m.additive() {
-		src := userLists{lists: b.lists}
-		if b.prep != nil {
-			src = userLists{flat: b.prep.flat()}
-		}
-		if w := histogramWorkers(b.histWorkers, src.pairs()); w > 1 {
-			if err := parallelAdditive(ctx, rng, h, src, order, bound, exclude, w); err != nil { // parhist.go
-				return nil, err
-			}
-			return h, nil
-		}
-	}
 	greedy := m.greedy()
 	if greedy {
 		h.Tie = make([]uint64, b.numItems())

@@ -181,14 +181,6 @@
 // (TestAddBatchEqualsAdd,
 // TestBatchesConcurrent, and `dpsql union`'s TestUnionSeededGolden).
 //
-// With Builder.SetHistogramWorkers, Release also sums the histograms of the
-// additive rules (counts, single_item, weighted rules, dp_sips rounds) on
-// several goroutines. They split the items, not the users, and each adds
-// its items' weights user by user in the one-goroutine order, so every
-// weight is the same float64 sum, bit for bit; the Δ0 samples are drawn
-// before, on one goroutine, with the same calls in the same order
-// (parhist.go, TestParallelHistogramSameBits).
-//
 // # Releasing prepared input many times
 //
 // A caller that keeps its input grouped (Grouped) prepares it once

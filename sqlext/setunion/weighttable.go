@@ -1,5 +1,7 @@
 package setunion
 
+import "math"
+
 // weightTableMax caps the weight table of a histogram: users with more
 // items after bounding (a Δ0 above it) compute their weight as before.
 const weightTableMax = 1024
@@ -30,4 +32,27 @@ func weightFrom(t []float64, m Mechanism, n int) float64 {
 		return t[n]
 	}
 	return additiveWeight(m, n)
+}
+
+// additive reports whether m's update adds the same weight, additiveWeight,
+// to each of a user's items.
+func (m Mechanism) additive() bool {
+	switch m {
+	case CountLaplace, CountGaussian, SingleItem, WeightedLaplace, WeightedGaussian, DPSIPS:
+		return true
+	}
+	return false
+}
+
+// additiveWeight is the weight an additive rule m adds to each item of a
+// user with n > 0 items: 1/n for weighted_laplace (ℓ1 norm 1), 1/√n for the
+// Gaussian weighted rules (ℓ2 norm 1), 1 for the counts and single_item.
+func additiveWeight(m Mechanism, n int) float64 {
+	switch m {
+	case WeightedLaplace:
+		return 1 / float64(n)
+	case WeightedGaussian, DPSIPS:
+		return 1 / math.Sqrt(float64(n))
+	}
+	return 1
 }

@@ -77,11 +77,11 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return UsageError{err}
 	}
-	// The histograms are summed on one goroutine (the builder's default):
-	// measured on git_python_ecosystem, summing them on two cores
-	// (Builder.SetHistogramWorkers) made the release slower, 0.05–0.10 s
-	// against 0.03–0.04 s, since its serial draws and the lists' second
-	// reading leave the second core little to win (docs/performance.md).
+	// The histograms are summed on one goroutine: measured on
+	// git_python_ecosystem, summing them on two cores made the release
+	// slower, 0.05–0.10 s against 0.03–0.04 s, since its serial draws and
+	// the lists' second reading leave the second core little to win; that
+	// path is gone (docs/performance.md, 27 November 2026).
 	var progress io.Writer = stderr
 	if *quiet {
 		progress = nil
