@@ -90,6 +90,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
+	defer batchHeap()()
 	start := time.Now()
 	// Rows are tokenised and interned in batches on up to --workers
 	// goroutines and added in input order (setunion.Batch), so the seeded
