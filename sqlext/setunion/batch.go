@@ -173,9 +173,15 @@ func (bt *Batch) Group() {
 	bt.grouped = true
 }
 
+// resize returns s with length n, reallocated with a quarter more room
+// when it is too short: a batch's buffers are reused for the next batch,
+// whose sizes vary by a few percent, and an exact fit was reallocated
+// about 75 times over a run of git_python_ecosystem on one core (10 MiB
+// of fresh heap, against 2.4 MiB with the headroom). The contents are not
+// kept.
 func resize(s []uint32, n int) []uint32 {
 	if cap(s) < n {
-		return make([]uint32, n)
+		return make([]uint32, n, n+n/4)
 	}
 	return s[:n]
 }
