@@ -109,6 +109,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	}
 	readDone := time.Now()
 	b.Group()
+	collectAfterReading()
 	groupDone := time.Now()
 	res := b.Release(rng)
 	releaseDone := time.Now()
