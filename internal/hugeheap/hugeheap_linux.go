@@ -37,11 +37,15 @@ func start(premap int) (stop func()) {
 	runtime.KeepAlive(probe)
 	a := &adviser{lo: lo, hi: lo + heapSpan, done: map[uintptr]uintptr{}}
 	if premap > 0 {
-		// A large allocation maps fresh heap without touching it; it
-		// is garbage once advise has seen its mapping.
+		// A large allocation maps fresh heap without touching it. Once
+		// advise has seen its mapping, a collection (of a heap that is
+		// still small) frees it, so that the next allocations land in
+		// the marked memory rather than above it.
 		b := make([]byte, premap)
 		a.advise()
 		runtime.KeepAlive(b)
+		b = nil
+		runtime.GC()
 	} else {
 		a.advise()
 	}
