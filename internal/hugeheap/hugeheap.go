@@ -33,8 +33,9 @@ import "time"
 // that needs it. Memory the heap grows into later is marked only after
 // its first pages were touched, and those keep 4 KiB pages: with 16 MiB
 // mapped up front, `dpsql union` on git_python_ecosystem (a peak heap of
-// about 35 MiB) still took 4,100 page faults; with 32 MiB, 3,100, for 3 %
-// less CPU and no more peak RSS (48 MiB did no better). The runtime
+// about 35 MiB) still took 4,100 page faults on one core; with 32 MiB,
+// 1,800–3,100, for 2–5 % less CPU and a peak RSS 3.5 MiB lower (48 MiB
+// did no better). The runtime
 // zeroes the memory it reuses, and all of the premapped memory counts as
 // reused once the transient allocation is freed, so mapping far more than
 // the heap will use only costs zeroing.

@@ -16,9 +16,6 @@ import (
 // pages ("hg" in its VmFlags), both one mapped up front and one the heap
 // grew into later, and that nothing outside the heap's span is.
 func TestStartMarksHeap(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("huge pages are only asked for on Linux")
-	}
 	mode, err := os.ReadFile(modeFile)
 	if err != nil || !bytes.Contains(mode, []byte("[madvise]")) {
 		t.Skipf("THP mode is not madvise: %q", mode)
