@@ -90,7 +90,8 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 		progress = nil
 	}
 
-	defer batchHeap()()
+	heap := startBatchHeap(in.Input)
+	defer heap.done()
 	start := time.Now()
 	// Rows are tokenised and interned in batches on up to --workers
 	// goroutines and added in input order (setunion.Batch), so the seeded
@@ -109,7 +110,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	}
 	readDone := time.Now()
 	b.Group()
-	collectAfterReading()
+	heap.collectAfterReading()
 	groupDone := time.Now()
 	res := b.Release(rng)
 	releaseDone := time.Now()
