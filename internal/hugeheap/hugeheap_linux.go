@@ -23,6 +23,9 @@ const (
 	heapSpan   = 4 << 30
 )
 
+// probe is a heap object whose address tells where the heap is.
+var probe *[64]byte
+
 // modeFile says the system's THP mode: "[madvise]" when huge pages are
 // given only to memory that asks.
 const modeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -32,9 +35,8 @@ func start(premap int) (stop func()) {
 	if err != nil || !bytes.Contains(mode, []byte("[madvise]")) {
 		return func() {}
 	}
-	probe := new([64]byte)
+	probe = new([64]byte) // a global, so that it is on the heap
 	lo := uintptr(unsafe.Pointer(probe)) &^ (arenaBytes - 1)
-	runtime.KeepAlive(probe)
 	a := &adviser{lo: lo, hi: lo + heapSpan, done: map[uintptr]uintptr{}}
 	if premap > 0 {
 		// A large allocation maps fresh heap without touching it. Once
@@ -44,7 +46,6 @@ func start(premap int) (stop func()) {
 		b := make([]byte, premap)
 		a.advise()
 		runtime.KeepAlive(b)
-		b = nil
 		runtime.GC()
 	} else {
 		a.advise()
