@@ -173,9 +173,15 @@ func (bt *Batch) Group() {
 	bt.grouped = true
 }
 
+// resize returns s with length n, reallocated with a quarter more room
+// when it is too short: a batch's buffers are reused for the next batch,
+// whose sizes vary by a few percent, and an exact fit was reallocated
+// about 75 times over a run of git_python_ecosystem on one core (10 MiB
+// of fresh heap, against 3.4 MiB with the headroom). The contents are not
+// kept.
 func resize(s []uint32, n int) []uint32 {
 	if cap(s) < n {
-		return make([]uint32, n)
+		return make([]uint32, n, n+n/4)
 	}
 	return s[:n]
 }
@@ -217,7 +223,7 @@ func (b *Builder) AddBatch(bt *Batch) {
 	}
 	items := resize(b.batchItems, bt.items.Len())
 	known := bt.view != nil && bt.view == b.view
-	b.reserveItems(len(items))
+	b.reserveItems(newItems(bt, known))
 	for i := range items {
 		switch {
 		case known && bt.known[i] != 0:
@@ -234,4 +240,21 @@ func (b *Builder) AddBatch(bt *Batch) {
 	if b.view != nil {
 		b.view.Store(b.items.Publish())
 	}
+}
+
+// newItems bounds how many of bt's items AddBatch may intern: those its
+// view did not know, or all of them without a view. Reserving room for
+// every item of each batch made the builder's item locations grow to
+// about twice the items' count (4,200 items a batch, 1,000 of them new).
+func newItems(bt *Batch, known bool) int {
+	if !known {
+		return bt.items.Len()
+	}
+	n := 0
+	for _, k := range bt.known {
+		if k == 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -309,9 +309,11 @@ func (b *Builder) group(ctx context.Context) (Stats, error) {
 		return b.prep.stats, ctx.Err()
 	}
 	b.flush()
-	// The flushes' compaction buffers are not needed again (Group's
-	// goroutines have their own): let the release not carry them.
+	// The flushes' compaction buffers and counting sort are not needed
+	// again (Group's goroutines have their own): let the release not
+	// carry them.
 	b.pend.scratch = nil
+	b.pend.first, b.pend.next, b.pend.order = nil, nil, nil
 	var dirty int
 	for u, l := range b.lists {
 		dirty += len(l) - int(b.clean[u])

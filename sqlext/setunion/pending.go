@@ -26,6 +26,10 @@ type pending struct {
 	// scratch[k] is the compaction buffer of flush's k-th goroutine,
 	// kept from one flush to the next.
 	scratch [][]uint64
+	// first, next and order are flush's counting sort of the pieces by
+	// user, kept from one flush to the next (a flush with 25k users
+	// allocated 0.2 MB for them).
+	first, next, order []uint32
 }
 
 // A piece is user's entries buf[lo:hi].
@@ -80,15 +84,19 @@ func (b *Builder) flush() {
 	// Counting sort of the pieces by user, stable (a user's pieces stay
 	// in input order).
 	nu := len(b.lists)
-	first := make([]uint32, nu+1)
+	p.first = resize(p.first, nu+1)
+	first := p.first
+	clear(first)
 	for _, pc := range p.pieces {
 		first[pc.user+1]++
 	}
 	for u := range nu {
 		first[u+1] += first[u]
 	}
-	order := make([]uint32, len(p.pieces))
-	next := slices.Clone(first[:nu])
+	p.order = resize(p.order, len(p.pieces))
+	p.next = resize(p.next, nu)
+	order, next := p.order, p.next
+	copy(next, first[:nu])
 	for k, pc := range p.pieces {
 		order[next[pc.user]] = uint32(k)
 		next[pc.user]++

@@ -88,6 +88,8 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	}
 
 	defer startTrace(stderr)()
+	heap := startBatchHeap(in.Input)
+	defer heap.done()
 	start := time.Now()
 	// Rows are tokenised and interned in batches on up to --workers
 	// goroutines and added in input order (setunion.Batch), so the seeded
@@ -106,6 +108,7 @@ func runUnion(args []string, stdout, stderr io.Writer) error {
 	}
 	readDone := time.Now()
 	region("group", func() { b.Group() })
+	heap.collectAfterReading()
 	groupDone := time.Now()
 	var res setunion.Result
 	region("release", func() { res = b.Release(rng) })
