@@ -123,8 +123,12 @@ func (p *Pipeline) AddGrouped(g Grouped) error {
 		}
 		return nil
 	}
-	words := make([]uint64, total*s) // one allocation for every list
+	var words []uint64 // the current slab's free part
 	for u, l := range g.Lists {
+		if len(words) < len(l)*s {
+			words = make([]uint64, max(len(l)*s, min(total*s, slabWords)))
+		}
+		total -= len(l)
 		out := words[: len(l)*s : len(l)*s]
 		words = words[len(l)*s:]
 		for j, e := range l {
@@ -145,6 +149,15 @@ func (p *Pipeline) AddGrouped(g Grouped) error {
 	}
 	return nil
 }
+
+// slabWords is the size of the slabs AddGrouped cuts users' lists from:
+// 32 KiB, the largest object Go allocates from its size classes. One array
+// for every list (33 MB on git_python_ecosystem's 1.36M pairs) was 18 % of
+// a private GROUP BY's CPU in `dpsql bench`, nearly all of it zeroing pages
+// that fault in again each release; slabs come from spans the heap keeps
+// (private GROUP BY 0.17× → 0.13–0.14× of the plain one; docs/performance.md,
+// 27 November 2026). A list longer than a slab gets its own array.
+const slabWords = 4096
 
 // keptPairs collects the (user, key) pairs Pipeline.bound keeps, in the
 // order it emits them (users in order, each user's keys together), as the
