@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,10 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
-	"github.com/dpsql/dpsql/sqlext/tabfile"
-	"github.com/dpsql/dpsql/sqlext/tokenize"
 )
 
 // TestRowBudgetObjectiveOracle models the private choice of the row
@@ -45,14 +40,7 @@ func TestRowBudgetObjectiveOracle(t *testing.T) {
 	if os.Getenv("DPSQL_ORACLE") == "" {
 		t.Skip("set DPSQL_ORACLE=1 for the row budget's objective oracle on the demo")
 	}
-	users, words := demoWords(t)
-	per := map[string]map[string]int{}
-	for i := range users {
-		if per[users[i]] == nil {
-			per[users[i]] = map[string]int{}
-		}
-		per[users[i]][words[i]]++
-	}
+	per := demoPer(t)
 	objectiveOracle(t, "demo top 20", per, 20, []float64{8, 11})
 }
 
@@ -63,27 +51,7 @@ func TestRowBudgetObjectiveOraclePython(t *testing.T) {
 	if os.Getenv("DPSQL_ORACLE") == "" {
 		t.Skip("set DPSQL_ORACLE=1 for the row budget's objective oracle on git_python_ecosystem")
 	}
-	r, err := tabfile.Open(testenv.DataFile(t, "git_python_ecosystem.tsv.gz"), tabfile.TSV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	per := map[string]map[string]int{}
-	var sc tokenize.Scanner
-	for {
-		f, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := string(f[0])
-		if per[u] == nil {
-			per[u] = map[string]int{}
-		}
-		sc.Each(f[1], func(tok []byte) { per[u][string(tok)]++ })
-	}
+	per := pythonPer(t)
 	objectiveOracle(t, "git_python_ecosystem top 20", per, 20, []float64{32, 64})
 	objectiveOracle(t, "git_python_ecosystem top 100", per, 100, []float64{32, 64})
 }

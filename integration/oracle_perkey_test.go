@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,10 +9,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
-	"github.com/dpsql/dpsql/sqlext/tabfile"
-	"github.com/dpsql/dpsql/sqlext/tokenize"
 )
 
 // TestPerKeyCapOracle measures heterogeneous per-key caps for COUNT(*)
@@ -38,14 +33,7 @@ func TestPerKeyCapOracle(t *testing.T) {
 	if os.Getenv("DPSQL_ORACLE") == "" {
 		t.Skip("set DPSQL_ORACLE=1 for the per-key caps' oracle on the demo")
 	}
-	users, words := demoWords(t)
-	per := map[string]map[string]int{}
-	for i := range users {
-		if per[users[i]] == nil {
-			per[users[i]] = map[string]int{}
-		}
-		per[users[i]][words[i]]++
-	}
+	per := demoPer(t)
 	perKeyOracle(t, "demo top 20", per, 20)
 }
 
@@ -55,33 +43,9 @@ func TestPerKeyCapOraclePython(t *testing.T) {
 	if os.Getenv("DPSQL_ORACLE") == "" {
 		t.Skip("set DPSQL_ORACLE=1 for the per-key caps' oracle on git_python_ecosystem")
 	}
-	perKeyOracle(t, "git_python_ecosystem top 20", pythonPer(t), 20)
-	perKeyOracle(t, "git_python_ecosystem top 100", pythonPer(t), 100)
-}
-
-// pythonPer returns git_python_ecosystem's rows per user and word.
-func pythonPer(t *testing.T) map[string]map[string]int {
-	r, err := tabfile.Open(testenv.DataFile(t, "git_python_ecosystem.tsv.gz"), tabfile.TSV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	per := map[string]map[string]int{}
-	var sc tokenize.Scanner
-	for {
-		f, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return per
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := string(f[0])
-		if per[u] == nil {
-			per[u] = map[string]int{}
-		}
-		sc.Each(f[1], func(tok []byte) { per[u][string(tok)]++ })
-	}
+	per := pythonPer(t)
+	perKeyOracle(t, "git_python_ecosystem top 20", per, 20)
+	perKeyOracle(t, "git_python_ecosystem top 100", per, 100)
 }
 
 // pkUser is one user's rows per key, descending, with the key's id.

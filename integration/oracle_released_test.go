@@ -51,14 +51,7 @@ func TestRowBudgetReleasedOracle(t *testing.T) {
 	if os.Getenv("DPSQL_ORACLE") == "" {
 		t.Skip("set DPSQL_ORACLE=1 for the row budget's objective over released keys on the demo")
 	}
-	users, words := demoWords(t)
-	per := map[string]map[string]int{}
-	for i := range users {
-		if per[users[i]] == nil {
-			per[users[i]] = map[string]int{}
-		}
-		per[users[i]][words[i]]++
-	}
+	per := demoPer(t)
 	n := releasedMinUsers()
 	objectiveOracle(t, "demo top 20, keys of ≥ "+strconv.Itoa(n)+" users", releasedOnly(per, n), 20, []float64{8, 11})
 }

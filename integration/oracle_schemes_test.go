@@ -1,12 +1,7 @@
 package integration
 
 import (
-	"errors"
 	"fmt"
-	"github.com/dpsql/dpsql/internal/testenv"
-	"github.com/dpsql/dpsql/sqlext/tabfile"
-	"github.com/dpsql/dpsql/sqlext/tokenize"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -33,14 +28,7 @@ func TestDemoTopWordsSchemesOracle(t *testing.T) {
 	if os.Getenv("DPSQL_ORACLE") == "" {
 		t.Skip("set DPSQL_ORACLE=1 for the bounding schemes' oracle of the demo's top-20 COUNT(*)")
 	}
-	users, words := demoWords(t)
-	per := map[string]map[string]int{}
-	for i := range users {
-		if per[users[i]] == nil {
-			per[users[i]] = map[string]int{}
-		}
-		per[users[i]][words[i]]++
-	}
+	per := demoPer(t)
 	schemesOracle(t, "demo", per, 20)
 }
 
@@ -53,27 +41,7 @@ func TestPythonTopWordsSchemesOracle(t *testing.T) {
 	if os.Getenv("DPSQL_ORACLE") == "" {
 		t.Skip("set DPSQL_ORACLE=1 for the bounding schemes' oracle on git_python_ecosystem")
 	}
-	r, err := tabfile.Open(testenv.DataFile(t, "git_python_ecosystem.tsv.gz"), tabfile.TSV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	per := map[string]map[string]int{}
-	var sc tokenize.Scanner
-	for {
-		f, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := string(f[0])
-		if per[u] == nil {
-			per[u] = map[string]int{}
-		}
-		sc.Each(f[1], func(tok []byte) { per[u][string(tok)]++ })
-	}
+	per := pythonPer(t)
 	schemesOracle(t, "git_python_ecosystem top 20", per, 20)
 	schemesOracle(t, "git_python_ecosystem top 100", per, 100)
 }

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -8,7 +10,10 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/dpsql/dpsql/internal/testenv"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
+	"github.com/dpsql/dpsql/sqlext/tabfile"
+	"github.com/dpsql/dpsql/sqlext/tokenize"
 )
 
 // TestDemoTopWordsOracle bounds from below what any choice of the
@@ -151,4 +156,42 @@ func TestDemoTopWordsOracle(t *testing.T) {
 	}
 	t.Logf("oracle, selection share %.2f (the default): best Δ0=%d m=%d, %s noise σ %.0f, median relative error %.3f (%.3f of it without noise)", dpagg.DefaultSelectionShare, bestHalf.d, bestHalf.m, bestHalf.noise, bestHalf.sigma, bestHalf.err, bestHalf.bias)
 	t.Logf("oracle, any share of %v: best Δ0=%d m=%d share %.2f, %s noise σ %.0f, median relative error %.3f (%.3f of it without noise; target 0.10)", shares, best.d, best.m, best.s, best.noise, best.sigma, best.err, best.bias)
+}
+
+// demoPer returns demo.words' rows per user and word.
+func demoPer(t *testing.T) map[string]map[string]int {
+	users, words := demoWords(t)
+	per := map[string]map[string]int{}
+	for i := range users {
+		if per[users[i]] == nil {
+			per[users[i]] = map[string]int{}
+		}
+		per[users[i]][words[i]]++
+	}
+	return per
+}
+
+// pythonPer returns git_python_ecosystem's rows per user and word.
+func pythonPer(t *testing.T) map[string]map[string]int {
+	r, err := tabfile.Open(testenv.DataFile(t, "git_python_ecosystem.tsv.gz"), tabfile.TSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	per := map[string]map[string]int{}
+	var sc tokenize.Scanner
+	for {
+		f, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return per
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := string(f[0])
+		if per[u] == nil {
+			per[u] = map[string]int{}
+		}
+		sc.Each(f[1], func(tok []byte) { per[u][string(tok)]++ })
+	}
 }
