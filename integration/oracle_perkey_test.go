@@ -143,6 +143,13 @@ func (p *pkData) eval(mk []float64, d float64, draws int) (float64, float64) {
 			sig[j] = p.kappa * math.Sqrt(d) * mk[k]
 		}
 	}
+	return p.score(out, sig, draws)
+}
+
+// score returns the mean over draws of the median relative error over the
+// top keys of out with Gaussian noise of standard deviation sig[j] on top
+// key j, and the same without noise.
+func (p *pkData) score(out, sig []float64, draws int) (e, bias float64) {
 	rel := make([]float64, len(p.truth))
 	med := func() float64 {
 		slices.Sort(rel)
@@ -152,8 +159,7 @@ func (p *pkData) eval(mk []float64, d float64, draws int) (float64, float64) {
 	for j := range rel {
 		rel[j] = math.Abs(out[j]-p.truth[j]) / p.truth[j]
 	}
-	bias := med()
-	var e float64
+	bias = med()
 	for range draws {
 		for j := range rel {
 			rel[j] = math.Abs(out[j]+sig[j]*p.r.NormFloat64()-p.truth[j]) / p.truth[j]
@@ -188,25 +194,11 @@ func (p *pkData) evalGlobal(m, d float64, draws int) (float64, float64) {
 			}
 		}
 	}
-	rel := make([]float64, len(p.truth))
-	med := func() float64 {
-		slices.Sort(rel)
-		n := len(rel)
-		return (rel[(n-1)/2] + rel[n/2]) / 2
+	sig := make([]float64, len(p.truth))
+	for j := range sig {
+		sig[j] = p.kappa * math.Sqrt(d) * m
 	}
-	for j := range rel {
-		rel[j] = math.Abs(out[j]-p.truth[j]) / p.truth[j]
-	}
-	bias := med()
-	sig := p.kappa * math.Sqrt(d) * m
-	var e float64
-	for range draws {
-		for j := range rel {
-			rel[j] = math.Abs(out[j]+sig*p.r.NormFloat64()-p.truth[j]) / p.truth[j]
-		}
-		e += med() / float64(draws)
-	}
-	return e, bias
+	return p.score(out, sig, draws)
 }
 
 func perKeyOracle(t *testing.T, name string, per map[string]map[string]int, topN int) {
