@@ -1,15 +1,10 @@
 package integration
 
 import (
-	"errors"
-	"io"
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"testing"
-
-	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/server/demo"
 	"github.com/dpsql/dpsql/sqlext/dpagg"
@@ -23,30 +18,10 @@ func demoWords(t *testing.T) (users, words []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, _ := db.Table("words")
-	ctx := sql.NewEmptyContext()
-	parts, err := tbl.Partitions(ctx)
-	if err != nil {
+	if users, words, err = demo.WordRows(db); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		p, err := parts.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return users, words
-		}
-		it, err := tbl.PartitionRows(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			r, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			users = append(users, strconv.FormatInt(r[0].(int64), 10))
-			words = append(words, r[1].(string))
-		}
-	}
+	return users, words
 }
 
 // TestDemoTopWordsAccuracy measures target (a) of issue 21 with the real

@@ -1,16 +1,12 @@
 package dpagg
 
 import (
-	"errors"
-	"io"
 	"math"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"testing"
-
-	"github.com/dolthub/go-mysql-server/sql"
 
 	"github.com/dpsql/dpsql/server/demo"
 	"github.com/dpsql/dpsql/sqlext/securerand"
@@ -117,28 +113,8 @@ func demoWordRows(t *testing.T) (users, words []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, _ := db.Table("words")
-	ctx := sql.NewEmptyContext()
-	parts, err := tbl.Partitions(ctx)
-	if err != nil {
+	if users, words, err = demo.WordRows(db); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		pt, err := parts.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return users, words
-		}
-		it, err := tbl.PartitionRows(ctx, pt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			r, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			users = append(users, strconv.FormatInt(r[0].(int64), 10))
-			words = append(words, r[1].(string))
-		}
-	}
+	return users, words
 }
