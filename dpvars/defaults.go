@@ -42,6 +42,13 @@ const (
 type TableDefaults struct {
 	Vars    map[string]any
 	Columns map[string]ColumnDefaults
+	// BasicLedger says the deployment's ledger charges releases by basic
+	// composition (accounting.method: basic), so a release may take a
+	// mechanism that only basic composition accounts: a private GROUP BY
+	// at Δ0 = 1 then selects its keys with single_item
+	// (dpagg.Options.BasicLedger). Not a dp_* variable: a zCDP account
+	// refuses such a release, so only the deployment can say it.
+	BasicLedger bool
 }
 
 // ColumnDefaults are a column's options: the clamping bounds of SUM, AVG

@@ -83,7 +83,7 @@ func (r *Release) aggregateNames() (function, mechanism string) {
 	if r.aggPlan.PublicKeys {
 		return "GROUP BY aggregates over public keys", "none (public keys)"
 	}
-	return "GROUP BY aggregates", string(r.aggPlan.Selection.Mechanism)
+	return "GROUP BY aggregates", r.aggPlan.SelectionMechanism()
 }
 
 // spreadOf maps go-mysql-server's variance and standard deviation

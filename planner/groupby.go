@@ -260,6 +260,9 @@ func (p *policy) newAggregateRelease(ctx *sql.Context, src source, keys []sql.Ex
 		var o dpagg.Options
 		o, err = dpvars.AggregateOptions(dpvars.SessionParams(ctx), ap, kinds)
 		setQuantileLevels(&o, aggs) // quantile.go
+		if d := p.tableDefaults(src); d != nil {
+			o.BasicLedger = d.BasicLedger
+		}
 		if err == nil {
 			err = p.columnBounds(ctx, src, aggs, &o)
 		}

@@ -68,3 +68,47 @@ func TestNoiseAfterBoundsOption(t *testing.T) {
 		t.Errorf("zCDP charge with the option %v, without %v: want the Laplace branch's larger charge", rhoOn, rhoOff)
 	}
 }
+
+// TestBasicLedgerSingleItem: on a basic-composition deployment (the
+// table's defaults say BasicLedger), a private GROUP BY whose users hold
+// one key each (max_groups_contributed = 1) selects its keys with
+// single_item, the optimal selection there, and is charged its (ε, δ) by
+// basic composition; the same release on a zCDP deployment keeps dp_sips
+// and its zCDP charge, also with dp_noise_after_bounds ON (a zCDP account
+// refuses single_item). DP_EXPLAIN names the mechanism either way.
+func TestBasicLedgerSingleItem(t *testing.T) {
+	const q = "SELECT /*+ SET_VAR(dp_max_groups_contributed = 1) SET_VAR(dp_max_rows_per_group = 1) */ g, COUNT(*) FROM visits GROUP BY g"
+	for _, c := range []struct {
+		name  string
+		table *dpvars.TableDefaults
+		want  string
+		basic bool
+	}{
+		{"basic ledger", &dpvars.TableDefaults{Vars: map[string]any{dpvars.VarNoiseAfterBounds: true}, BasicLedger: true}, "single_item", true},
+		{"zCDP ledger, noise_after_bounds ON", &dpvars.TableDefaults{Vars: map[string]any{dpvars.VarNoiseAfterBounds: true}}, "dp_sips", false},
+		{"zCDP ledger", nil, "dp_sips", false},
+	} {
+		gov := &fakeGov{budget: 100}
+		e := buildPolicyEngine(t, gov, true, planner.WithTableDefaults(func(db, table string) *dpvars.TableDefaults {
+			if strings.EqualFold(table, "visits") {
+				return c.table
+			}
+			return nil
+		}))
+		rows, err := query(t, e, "analyst", "SELECT value FROM DP_EXPLAIN('"+q+"') WHERE parameter = 'selection.mechanism'")
+		if err != nil || len(rows) != 1 || rows[0][0] != c.want {
+			t.Errorf("%s: DP_EXPLAIN selection.mechanism %v %v, want %s", c.name, rows, err, c.want)
+		}
+		rows, err = query(t, e, "analyst", q)
+		if err != nil || len(rows) != 3 {
+			t.Fatalf("%s: %v %v, want the 3 groups of 100 users", c.name, rows, err)
+		}
+		if len(gov.charged) != 1 {
+			t.Fatalf("%s: %d charges", c.name, len(gov.charged))
+		}
+		cost := gov.charged[0].Cost
+		if basic := cost.BasicEpsilon > 0; basic != c.basic || (!c.basic && !(cost.Rho > 0)) {
+			t.Errorf("%s: charged %+v, want basic composition %v", c.name, cost, c.basic)
+		}
+	}
+}

@@ -56,6 +56,7 @@ func tableDefaults(cfg *config.Config) func(db, table string) *dpvars.TableDefau
 		if _, set := td.Vars[dpvars.VarNoiseAfterBounds]; !set && basicLedger(cfg) {
 			td.Vars[dpvars.VarNoiseAfterBounds] = true
 		}
+		td.BasicLedger = basicLedger(cfg)
 		for _, c := range d.Columns {
 			if c.DP == nil {
 				continue
@@ -69,7 +70,7 @@ func tableDefaults(cfg *config.Config) func(db, table string) *dpvars.TableDefau
 			}
 			td.Columns[strings.ToLower(c.Name)] = cd
 		}
-		if len(td.Vars) > 0 || len(td.Columns) > 0 {
+		if len(td.Vars) > 0 || len(td.Columns) > 0 || td.BasicLedger {
 			m[strings.ToLower(d.QualifiedName())] = td
 		}
 	}

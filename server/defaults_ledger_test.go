@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dpsql/dpsql/dpvars"
@@ -11,7 +12,8 @@ import (
 // basic composition gives every protected table dp_noise_after_bounds ON
 // (the Laplace branch costs it nothing); the zCDP ledger (the default)
 // leaves the variable's own default, OFF; a table's explicit value wins
-// either way.
+// either way. Only the basic ledger's tables say BasicLedger (a release there
+// may select keys with single_item at Δ0 = 1; a zCDP account refuses it).
 func TestNoiseAfterBoundsFollowsLedger(t *testing.T) {
 	off := false
 	for _, c := range []struct {
@@ -34,6 +36,9 @@ func TestNoiseAfterBoundsFollowsLedger(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("method %q, dp %v: dp_noise_after_bounds %v, want %v", c.method, c.dp, got, c.want)
+		}
+		if basic := td != nil && td.BasicLedger; basic != strings.EqualFold(c.method, "basic") {
+			t.Errorf("method %q: BasicLedger %v", c.method, basic)
 		}
 	}
 }

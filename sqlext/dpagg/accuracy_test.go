@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dpsql/dpsql/sqlext/securerand"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // The accuracy table of docs/accuracy.md:
@@ -21,7 +22,10 @@ import (
 // (DPSQL_ACCURACY=python: the corpus only, =searches: the synthetic table
 // only; DPSQL_ACCURACY_DEFAULTS=1: the default rows only, skipping the
 // hand-set grid; DPSQL_ACCURACY_KINDS=stddev_pop,count: only these
-// aggregates; DPSQL_ACCURACY_SEEDS=n: n seeds for every table.)
+// aggregates; DPSQL_ACCURACY_SEEDS=n: n seeds for every table;
+// DPSQL_ACCURACY_LEDGER=basic or zcdp: the defaults of a deployment with
+// that ledger, where Defaults() is neither; basic-dpsips: a basic one with
+// dp_sips at Δ0 = 1, as before docs/privacy.md §42.)
 //
 // For each dataset and each aggregate of accKinds, one release per
 // configuration (ε = 1, δ = 1e-6, the aggregate alone): the defaults
@@ -283,6 +287,14 @@ func TestAccuracyTable(t *testing.T) {
 			}
 			o := Defaults()
 			o.MaxGroupsContributed, o.MaxRowsPerGroup = 0, 0
+			switch os.Getenv("DPSQL_ACCURACY_LEDGER") { // a deployment's defaults (dpvars.AggregateOptions, server/defaults.go)
+			case "basic":
+				o.NoiseAfterBounds, o.BasicLedger = true, true
+			case "zcdp":
+				o.GaussianAuto = true
+			case "basic-dpsips": // a basic deployment before single_item at Δ0 = 1 (docs/privacy.md §42)
+				o.NoiseAfterBounds, o.BasicLedger, o.Mechanism = true, true, setunion.DPSIPS
+			}
 			seeds := accSeeds
 			if n, err := strconv.Atoi(os.Getenv("DPSQL_ACCURACY_SEEDS")); err == nil && n > 0 {
 				seeds = n

@@ -270,6 +270,12 @@ func Calibrate(o Options) (*Plan, error) {
 		Mechanism: o.mechanism(), Epsilon: epsSel, Delta: deltaSel,
 		MaxItems: o.MaxGroupsContributed, Alpha: o.Alpha, Rounds: setunion.DefaultRounds,
 	}
+	if o.singleItemSelection(p) {
+		p.setunionOpts.Mechanism = setunion.SingleItem
+		if _, err := setunion.Calibrate(p.setunionOpts); err != nil {
+			p.setunionOpts.Mechanism = o.mechanism() // its π(n) table is too large: keep the default
+		}
+	}
 	cal, err := setunion.Calibrate(p.setunionOpts)
 	if err != nil {
 		return nil, fmt.Errorf("key selection: %w", err)

@@ -84,7 +84,11 @@
 // The default, dp_sips, therefore never re-samples a user's keys between
 // its rounds, and no key's weight is capped, so a key that many users hold
 // is dropped only with a probability that vanishes as they grow
-// (selection.go: the design, its proof and the measured cost).
+// (selection.go: the design, its proof and the measured cost). On a
+// basic-composition ledger (Options.BasicLedger) a release at Δ0 = 1 whose
+// parts compose by basic composition takes single_item instead, the
+// optimal (ε_s, δ_s)-DP selection of one key per user
+// (singleItemSelection; docs/privacy.md §42).
 //
 // Aggregates. For a statistic i, the vector (T_k)_{k∈K} has ℓ1 sensitivity
 // Δ0·U_i and ℓ2 sensitivity √Δ0·U_i in integers. Independent discrete Laplace

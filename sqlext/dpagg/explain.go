@@ -36,7 +36,13 @@ func (p *Plan) Facts() []explain.Fact {
 	case p.PublicKeys:
 		facts = append(facts, explain.F("key_selection", "public keys, no selection", "GROUP BY over the keys of a public table: every public key gets a row (noise around 0 for a key no user has), rows of other keys are dropped, and all of ε and δ go to the aggregates"))
 	default:
-		facts = append(facts, explain.Prefix("selection.", p.Selection.Facts())...)
+		sel := explain.Prefix("selection.", p.Selection.Facts())
+		for i := range sel {
+			if sel[i].Name == "selection.mechanism" {
+				sel[i].Value = p.SelectionMechanism()
+			}
+		}
+		facts = append(facts, sel...)
 	}
 	if len(p.Aggregates) == 0 {
 		return facts

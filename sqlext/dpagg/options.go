@@ -156,7 +156,7 @@ type Options struct {
 
 	// NoiseAfterBounds lets a release that chooses its bounds privately,
 	// with Noise auto, take Laplace noise instead of Gaussian once the
-	// bounds are chosen, when that is narrower (noisechoice.go). On in
+	// bounds are chosen, when that is narrower (noisechoice.go). Off in
 	// Defaults: the same (ε, δ), but the Laplace branch is not ρ-zCDP at
 	// the aggregates' ρ, so a zCDP ledger charges the release
 	// ρ_t + max(ρ_s, Σ_i ε_L,i²/2) (about 5× a Gaussian release's ρ at
@@ -168,6 +168,13 @@ type Options struct {
 	// (the family narrowest for the release's own (ε, δ)); dpvars sets it
 	// when dp_noise_after_bounds is OFF, the zCDP ledger's default.
 	GaussianAuto bool `json:"gaussian_auto,omitempty"`
+	// BasicLedger says the release will be charged by basic composition
+	// (the deployment's ledger), so the key selection may take a
+	// mechanism that only basic composition accounts: at Δ0 = 1, with the
+	// mechanism left to the default and parts that compose by basic
+	// composition anyway, single_item (selection.go, singleItemSelection).
+	// A zCDP ledger refuses such a release, so it is off in Defaults.
+	BasicLedger bool `json:"basic_ledger,omitempty"`
 
 	chosen *Chosen // the privately chosen bounds, for the release's real plan
 }

@@ -135,7 +135,7 @@ func selectionWeights(cal setunion.Calibration, kept map[string][]string, ids ma
 func TestNeighbourSensitivity(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	mechs := []setunion.Mechanism{setunion.PolicyGaussianL2, setunion.WeightedGaussian, setunion.PolicyLaplace,
-		setunion.WeightedLaplace, setunion.CountGaussian, setunion.CountLaplace}
+		setunion.WeightedLaplace, setunion.CountGaussian, setunion.CountLaplace, ""}
 	iters := iterations(600, 100)
 	var maxRatio [3]float64 // worst observed ‖Δ‖/bound for l1, l2, selection
 	for it := range iters {
@@ -143,6 +143,9 @@ func TestNeighbourSensitivity(t *testing.T) {
 		o.MaxGroupsContributed = 1 + r.IntN(4)
 		o.MaxRowsPerGroup = 1 + r.IntN(3)
 		o.Mechanism = mechs[it%len(mechs)]
+		if o.Mechanism == "" { // the default on a basic ledger at Δ0 = 1: single_item
+			o.MaxGroupsContributed, o.BasicLedger = 1, true
+		}
 		lo := (r.Float64() - 0.5) * 100
 		o.Aggregates = []Aggregate{{Kind: CountRows}, {Kind: CountValues}, {Kind: CountUnits},
 			{Kind: Sum, Lower: lo, Upper: lo + 1 + r.Float64()*80}, {Kind: Avg, Lower: lo, Upper: lo + 0.5 + r.Float64()*10},
@@ -188,6 +191,9 @@ func TestNeighbourSensitivity(t *testing.T) {
 		norm, bound := 2, 1.0
 		if plan.Selection.Noise == setunion.Laplace {
 			norm = 1
+		}
+		if o.Mechanism == "" && plan.Selection.Mechanism != setunion.SingleItem {
+			t.Fatalf("iter %d: selection %s on a basic ledger at Δ0 = 1, want single_item", it, plan.Selection.Mechanism)
 		}
 		switch plan.Selection.Mechanism {
 		case setunion.CountLaplace:

@@ -79,3 +79,46 @@ func selectionLine(sel setunion.Calibration) string {
 	}
 	return s + fmt.Sprintf("; a key is dropped with probability at least %.3g however many users hold it (the cutoff)", sel.MissProbability(sel.Gamma))
 }
+
+// singleItemSelection reports whether the key selection takes single_item
+// instead of the default mechanism: only when the release is charged by
+// basic composition (BasicLedger: a zCDP account refuses single_item), the
+// analyst left the mechanism to the default, Δ0 is 1, and the release's
+// parts compose by basic composition anyway (the aggregates are not
+// Gaussian statistics composed with dp_sips in zCDP, jointRho).
+//
+// With one key per user, a key's release depends only on its user count n,
+// and single_item's π(n) (π(0) = 0, π(n) = min(e^ε_s·π(n−1) + δ_s,
+// 1 − e^(−ε_s)·(1 − π(n−1) − δ_s), 1)) is the largest release probability
+// any (ε_s, δ_s)-DP selection of one key can give at every n (Desfontaines,
+// Voss, Gipson & Mandayam, PoPETs 2022): it is Google DP's truncated
+// geometric partition selection. dp_sips at Δ0 = 1 is one Gaussian
+// threshold, which releases a key with probability 1/2 at 42 users where π
+// does at 26 (ε_s = 0.5, δ_s = 1e-6).
+//
+// Privacy: the selection gets the same (ε_s, δ_s) whichever mechanism it
+// is, and the release is (ε_s + ε_a, δ_s + δ_a)-DP by the basic composition
+// of the package documentation. When Δ0 is chosen privately, the choice of
+// mechanism follows the chosen Δ0, an output of the bounds' tests; basic
+// composition holds for adaptively chosen mechanisms, each (ε_s, δ_s)-DP.
+// The plan charged before any row holds the placeholder Δ0 = 1, so its
+// charge is the basic one, valid whichever mechanism the choice leads to
+// (docs/privacy.md §42).
+func (o Options) singleItemSelection(p *Plan) bool {
+	if !o.BasicLedger || o.Mechanism != "" || o.MaxGroupsContributed != 1 {
+		return false
+	}
+	zcdp := p.Noise == Gaussian && (p.Bounds == nil || !p.Bounds.NoiseChoice)
+	return !zcdp
+}
+
+// SelectionMechanism names the key selection's mechanism for DP_EXPLAIN and
+// the ledger's audit. Before a private choice of Δ0 on a basic ledger the
+// plan holds the placeholder Δ0 = 1 and so single_item, but the mechanism
+// depends on the choice (singleItemSelection).
+func (p *Plan) SelectionMechanism() string {
+	if p.Selection.Mechanism == setunion.SingleItem && p.Bounds != nil && p.Bounds.Groups && p.Bounds.Chosen == nil {
+		return "single_item if max_groups_contributed is chosen as 1, else " + string(DefaultSelectionMechanism)
+	}
+	return string(p.Selection.Mechanism)
+}
