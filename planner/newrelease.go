@@ -13,6 +13,7 @@ import (
 	"github.com/dpsql/dpsql/dpvars"
 	"github.com/dpsql/dpsql/functions"
 	"github.com/dpsql/dpsql/release"
+	"github.com/dpsql/dpsql/sqlext/setunion"
 )
 
 // columnRef is a reference to column i of a release's output whose column
@@ -65,6 +66,9 @@ func (p *policy) newRelease(ctx *sql.Context, src source, mode releaseMode, keys
 		scanKeys, err = r.bindCalls(ctx, p, b, calls)
 	} else {
 		scanKeys, err = r.bindKeys(ctx, b, keys)
+		if err == nil && mode == distinctRows {
+			r.opts = basicLedgerDistinct(ctx, p.tableDefaults(src), r.opts)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -189,6 +193,26 @@ func (r *Release) bindKeys(ctx *sql.Context, b binder, keys []sql.Expression) ([
 	}
 	r.opts = o
 	return scanKeys, nil
+}
+
+// basicLedgerDistinct returns o with single_item as its mechanism when the
+// release is a private SELECT DISTINCT on a basic-composition ledger whose
+// users contribute one item each (max_items 1), and neither the statement,
+// the session nor the configuration of the table or its column chose the
+// mechanism: single_item's π(n) is the optimal (ε, δ)-DP selection at
+// Δ0 = 1, which a zCDP account would refuse (docs/privacy.md §42). The
+// choice reads options and configuration only. A π(n) table too large to
+// build keeps o.
+func basicLedgerDistinct(ctx *sql.Context, d *dpvars.TableDefaults, o setunion.Options) setunion.Options {
+	if d == nil || !d.BasicLedger || o.MaxItems != 1 || o.Mechanism != setunion.DPSIPS || dpvars.Origin(ctx, dpvars.VarMechanism) != dpvars.OriginServer {
+		return o
+	}
+	s := o
+	s.Mechanism = setunion.SingleItem
+	if s, err := dpvars.CheckSetUnion(s); err == nil {
+		return s
+	}
+	return o
 }
 
 // bindCalls binds the items of a DP_SET_UNION release, one scan key per

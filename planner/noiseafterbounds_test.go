@@ -112,3 +112,42 @@ func TestBasicLedgerSingleItem(t *testing.T) {
 		}
 	}
 }
+
+// TestBasicLedgerDistinctSingleItem: a private SELECT DISTINCT at
+// max_items = 1 on a basic-composition deployment selects with single_item
+// unless the statement, the session or the table chose the mechanism; on
+// a zCDP deployment, or at max_items = 2, it keeps dp_sips.
+func TestBasicLedgerDistinctSingleItem(t *testing.T) {
+	basic := func(vars map[string]any) *dpvars.TableDefaults {
+		return &dpvars.TableDefaults{Vars: vars, BasicLedger: true}
+	}
+	for _, c := range []struct {
+		name  string
+		table *dpvars.TableDefaults
+		hints string
+		want  string
+	}{
+		{"basic ledger", basic(nil), "SET_VAR(dp_max_items = 1)", "single_item"},
+		{"basic ledger, max_items from the table", basic(map[string]any{dpvars.VarMaxItems: int64(1)}), "", "single_item"},
+		{"basic ledger, dp_sips named by the statement", basic(nil), "SET_VAR(dp_max_items = 1) SET_VAR(dp_mechanism = 'dp_sips')", "dp_sips"},
+		{"basic ledger, mechanism from the table", basic(map[string]any{dpvars.VarMechanism: "count_laplace"}), "SET_VAR(dp_max_items = 1)", "count_laplace"},
+		{"basic ledger, max_items = 2", basic(nil), "SET_VAR(dp_max_items = 2)", "dp_sips"},
+		{"zCDP ledger", nil, "SET_VAR(dp_max_items = 1)", "dp_sips"},
+	} {
+		gov := &fakeGov{budget: 100}
+		e := buildPolicyEngine(t, gov, true, planner.WithTableDefaults(func(db, table string) *dpvars.TableDefaults {
+			if strings.EqualFold(table, "visits") {
+				return c.table
+			}
+			return nil
+		}))
+		q := "SELECT /*+ " + c.hints + " */ DISTINCT g FROM visits"
+		rows, err := query(t, e, "analyst", "SELECT value FROM DP_EXPLAIN('"+strings.ReplaceAll(q, "'", "''")+"') WHERE parameter = 'mechanism'")
+		if err != nil || len(rows) != 1 || rows[0][0] != c.want {
+			t.Errorf("%s: DP_EXPLAIN mechanism %v %v, want %s", c.name, rows, err, c.want)
+		}
+		if rows, err = query(t, e, "analyst", q); err != nil || len(rows) != 3 {
+			t.Errorf("%s: %v %v, want the 3 groups of 100 users", c.name, rows, err)
+		}
+	}
+}
