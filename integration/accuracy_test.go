@@ -2,8 +2,10 @@ package integration
 
 import (
 	"math"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/dpsql/dpsql/server/demo"
@@ -25,7 +27,8 @@ func demoWords(t *testing.T) (users, words []string) {
 }
 
 // TestDemoTopWordsAccuracy measures target (a) of issue 21 with the real
-// pipeline on the real demo rows, averaged over 10 seeds: COUNT(*) of the
+// pipeline on the real demo rows, averaged over 10 seeds (or
+// DPSQL_ACCURACY_SEEDS): COUNT(*) of the
 // 20 most frequent words of demo.words at the defaults (ε = 1, δ = 1e-6,
 // every bound chosen privately), median relative error against the truth.
 // The issue's target is 0.10; the test asserts the measured improvement
@@ -46,7 +49,10 @@ func TestDemoTopWordsAccuracy(t *testing.T) {
 	}
 	sort.Slice(top, func(a, b int) bool { return truth[top[a]] > truth[top[b]] })
 	top = top[:20]
-	const seeds = 10
+	seeds := 10
+	if n, err := strconv.Atoi(os.Getenv("DPSQL_ACCURACY_SEEDS")); err == nil && n > 0 {
+		seeds = n // docs/accuracy.md §5, sixth look: 30 seeds
+	}
 	var meds []float64
 	for s := range seeds {
 		o := dpagg.Defaults()
@@ -86,7 +92,7 @@ func TestDemoTopWordsAccuracy(t *testing.T) {
 	slices.Sort(meds)
 	mean := 0.0
 	for _, m := range meds {
-		mean += m / seeds
+		mean += m / float64(seeds)
 	}
 	t.Logf("COUNT(*) of the 20 most frequent demo words at the defaults: median relative error, mean over %d seeds %.3f, range [%.3f, %.3f] (target 0.10)", seeds, mean, meds[0], meds[seeds-1])
 	// 0.172 before the aggregates were composed with the selection in zCDP
