@@ -112,6 +112,19 @@ func searchesTable() *accTable {
 	return t
 }
 
+// usersPerKey counts each key's distinct users.
+func (t *accTable) usersPerKey() []int {
+	users := make([]int, len(t.keys))
+	seen := map[[2]uint32]bool{}
+	for _, r := range t.rows {
+		if pair := [2]uint32{r.u, r.k}; !seen[pair] {
+			seen[pair] = true
+			users[r.k]++
+		}
+	}
+	return users
+}
+
 // pythonTable is git_python_ecosystem's tokens grouped by word; the value
 // of a row is the length of the token before it in its user's stream (a
 // word's own length would make AVG exact and STDDEV 0).

@@ -266,14 +266,7 @@ func roundWeights(kept map[string][]string, released map[string]bool) map[string
 // (δ_s = δ/2) or Laplace (δ_s = δ) aggregates.
 func TestSelectionCostAtOneKey(t *testing.T) {
 	tb := searchesTable()
-	users := make([]int, len(tb.keys))
-	seen := map[uint32]bool{}
-	for _, r := range tb.rows {
-		if !seen[r.u] {
-			seen[r.u] = true
-			users[r.k]++
-		}
-	}
+	users := tb.usersPerKey()
 	for _, nz := range []Noise{Gaussian, Laplace} {
 		expected := map[setunion.Mechanism]float64{}
 		for _, m := range []setunion.Mechanism{setunion.PolicyGaussianL2, setunion.DPSIPS} {

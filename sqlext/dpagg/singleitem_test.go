@@ -75,14 +75,7 @@ func TestSingleItemSelectionRule(t *testing.T) {
 // there, where dp_sips released about 9 fewer.
 func TestSingleItemSelectionKeys(t *testing.T) {
 	tb := searchesTable()
-	users := make([]int, len(tb.keys))
-	seen := map[uint32]bool{}
-	for _, r := range tb.rows {
-		if !seen[r.u] {
-			seen[r.u] = true
-			users[r.k]++
-		}
-	}
+	users := tb.usersPerKey()
 	expected := map[setunion.Mechanism]float64{}
 	var google float64
 	for _, m := range []setunion.Mechanism{"", setunion.DPSIPS} {
