@@ -125,7 +125,13 @@ limits:
 // configuration's limits section (each "  name: value\n").
 func startIsolationLimits(t testing.TB, dir, data, limits string, log ...io.Writer) *server.Governed {
 	t.Helper()
-	cfg := isolationConfig(t, dir, data, limits)
+	return startIsolationConfig(t, dir, isolationConfig(t, dir, data, limits), log...)
+}
+
+// startIsolationConfig serves cfg (an isolationConfig, perhaps amended)
+// from dir, with the public lookup table and seeded releases.
+func startIsolationConfig(t testing.TB, dir, cfg string, log ...io.Writer) *server.Governed {
+	t.Helper()
 	testmysql.WriteFile(t, filepath.Join(dir, "lookup.tsv"), "a\nb\n")
 	o := server.GovernedOptions{Functions: functions.Config{Rand: func() *rand.Rand { return securerand.NewSeeded(7) }}}
 	if len(log) > 0 {

@@ -118,7 +118,7 @@ func (o Options) singleItemSelection(p *Plan) bool {
 // depends on the choice (singleItemSelection).
 func (p *Plan) SelectionMechanism() string {
 	if p.Selection.Mechanism == setunion.SingleItem && p.Bounds != nil && p.Bounds.Groups && p.Bounds.Chosen == nil {
-		return "single_item if max_groups_contributed is chosen as 1, else " + string(DefaultSelectionMechanism)
+		return "single_item if the chosen Δ0 is 1, else " + string(DefaultSelectionMechanism)
 	}
 	return string(p.Selection.Mechanism)
 }

@@ -54,7 +54,7 @@ func TestSingleItemSelectionRule(t *testing.T) {
 		}
 		name := string(c.want)
 		if c.name == "Δ0 chosen privately, before the choice" {
-			name = "single_item if max_groups_contributed is chosen as 1, else dp_sips"
+			name = "single_item if the chosen Δ0 is 1, else dp_sips"
 		}
 		if got := p.SelectionMechanism(); got != name {
 			t.Errorf("%s: SelectionMechanism %q, want %q", c.name, got, name)
